@@ -1,0 +1,48 @@
+# sllbrd — see README.md. `make help` lists the targets.
+SHELL        := /bin/bash
+GO           ?= go
+BIN          := bin/sllbrd
+PKGS         := ./...
+FUZZTIME     ?= 10s
+# Fuzz targets run for FUZZTIME each by `make test` (package:FuzzName).
+FUZZ_TARGETS := $(shell cat hack/fuzz-targets.txt 2>/dev/null)
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: deps
+deps: ## Install the system packages the tests and the demo use (root, apt).
+	@hack/install-deps.sh
+
+.PHONY: build
+build: ## Build bin/sllbrd (static, no cgo).
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/sllbrd
+
+.PHONY: vet
+vet: ## gofmt check and go vet.
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+.PHONY: unit
+unit: ## Unit tests only (no root, no network namespaces).
+	$(GO) test -count=1 -short $(PKGS)
+
+.PHONY: test
+test: deps vet ## Every test: unit, integration (as root, in network namespaces) and short fuzzing.
+	$(GO) test -count=1 -timeout 30m $(PKGS)
+	@hack/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
+
+.PHONY: bench
+bench: ## Benchmarks of the packet path (go test -bench, -benchmem).
+	$(GO) test -run '^$$' -bench . -benchmem ./bench/ ./dataplane/... ./maglev/
+
+.PHONY: fuzz
+fuzz: ## Longer fuzzing: FUZZTIME=5m make fuzz.
+	@hack/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
+
+.PHONY: clean
+clean: ## Remove build output.
+	rm -rf bin

@@ -1,0 +1,9 @@
+// Package layering holds no code: its test enforces the dependency direction
+// of DESIGN.md over the whole module.
+//
+//   - dataplane (and its subpackages), maglev and bfd never depend on
+//     Kubernetes (k8s.io, sigs.k8s.io), GoBGP, kube or bgp;
+//   - bgp and bfd never depend on each other (cmd/sllbrd wires them);
+//   - model and maglev depend on the standard library only (model may use
+//     nothing but the standard library, so every package can share it).
+package layering

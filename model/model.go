@@ -1,0 +1,171 @@
+package model
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Protocol is an IANA IP protocol number.
+type Protocol uint8
+
+// The protocols sllbrd classifies and balances.
+const (
+	ProtoICMP   Protocol = 1
+	ProtoTCP    Protocol = 6
+	ProtoUDP    Protocol = 17
+	ProtoICMPv6 Protocol = 58
+	ProtoSCTP   Protocol = 132
+)
+
+// String returns the protocol's conventional lower-case name.
+func (p Protocol) String() string {
+	switch p {
+	case ProtoICMP:
+		return "icmp"
+	case ProtoTCP:
+		return "tcp"
+	case ProtoUDP:
+		return "udp"
+	case ProtoICMPv6:
+		return "icmpv6"
+	case ProtoSCTP:
+		return "sctp"
+	}
+	return "proto-" + itoa(int(p))
+}
+
+// PortRange is an inclusive range of ports; a single port has From == To.
+type PortRange struct {
+	From, To uint16
+}
+
+// Contains reports whether p lies in the range.
+func (r PortRange) Contains(p uint16) bool { return r.From <= p && p <= r.To }
+
+// AnyPort matches every port.
+var AnyPort = PortRange{From: 0, To: 65535}
+
+// ByteMatch is one NFQLB-style statement `proto[offset:size] & mask = value`:
+// Size bytes (1, 2 or 4) read big-endian at Offset from the start of the
+// transport header of a packet of protocol Protocol, masked with Mask, must
+// equal Value. Value&^Mask is always zero.
+type ByteMatch struct {
+	Protocol Protocol
+	Offset   uint16
+	Size     uint8
+	Mask     uint32
+	Value    uint32
+}
+
+// Route is one L34Route: which packets go to which Service.
+// Empty Sources, SourcePorts or DestinationPorts mean "any"; Protocols is
+// never empty; every Destination is a single address (/32 or /128).
+type Route struct {
+	Name             string // namespace/name of the L34Route
+	Service          string // name of the backend Service (same namespace)
+	Priority         int32  // >= 1; highest wins
+	Destinations     []netip.Prefix
+	Sources          []netip.Prefix
+	SourcePorts      []PortRange
+	DestinationPorts []PortRange
+	Protocols        []Protocol
+	ByteMatches      []ByteMatch
+}
+
+// Endpoint is one target of a Service.
+type Endpoint struct {
+	ID    int        // identifier, 0 <= ID < Service.MaxEndpoints, unique in the Service
+	Addr  netip.Addr // where packets are routed (next hop on a Gateway network)
+	Ready bool       // only ready endpoints receive new flows
+}
+
+// Service is a set of endpoints balanced with one Maglev table.
+type Service struct {
+	Name         string // name of the Kubernetes Service (namespace is the Gateway's)
+	MaxEndpoints int    // N: identifiers are 0..N-1
+	// SCTPHashPorts selects the SCTP flow key: true (the default) hashes only
+	// the ports so that a multihomed association reaches one target whatever
+	// addresses it uses.
+	SCTPHashPorts bool
+	Endpoints     []Endpoint
+}
+
+// Network is an interface of the LB towards the targets.
+type Network struct {
+	Name      string // NetworkAttachmentDefinition name
+	Interface string // interface name inside the LB pod
+}
+
+// Gateway is the LB instance's own configuration.
+type Gateway struct {
+	Namespace string
+	Name      string
+	Networks  []Network      // interfaces towards the targets
+	Subnets   []netip.Prefix // where endpoint IPs live
+}
+
+// BFD holds the BFD parameters of a GatewayRouter.
+type BFD struct {
+	Enabled    bool
+	MinTx      time.Duration // desired minimum transmit interval
+	MinRx      time.Duration // required minimum receive interval
+	Multiplier uint8
+}
+
+// BGP holds the BGP session parameters of a GatewayRouter.
+type BGP struct {
+	LocalASN   uint32
+	RemoteASN  uint32
+	HoldTime   time.Duration
+	LocalPort  uint16
+	RemotePort uint16
+}
+
+// Router is one GatewayRouter: a data-centre gateway the LB peers with (BGP
+// non-nil) or uses as a static next hop (BGP nil), optionally supervised by BFD.
+type Router struct {
+	Name      string // namespace/name
+	Address   netip.Addr
+	Interface string
+	BGP       *BGP
+	BFD       BFD
+}
+
+// State is the complete desired configuration of one LB instance.
+type State struct {
+	Generation uint64 // increases with every accepted change
+	Gateway    Gateway
+	Routes     []Route
+	Services   []Service
+	Routers    []Router
+}
+
+// VIPs returns the distinct destination addresses of all routes, in the
+// order they first appear.
+func (s *State) VIPs() []netip.Addr {
+	seen := make(map[netip.Addr]bool)
+	var out []netip.Addr
+	for _, r := range s.Routes {
+		for _, d := range r.Destinations {
+			if a := d.Addr(); !seen[a] {
+				seen[a] = true
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+func itoa(v int) string {
+	if v == 0 {
+		return "0"
+	}
+	var b [20]byte
+	i := len(b)
+	for v > 0 {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return string(b[i:])
+}
