@@ -1,0 +1,68 @@
+// Package nft programs sllbrd's own nftables table, which steers traffic for
+// the virtual IPs (VIPs) into the nfqueue(s) read by the load balancer.
+//
+// Scope: the package creates, updates and deletes exactly one table (by
+// default "inet sllbrd") and never reads or writes any other table.
+//
+// The table (built in ruleset.go; TestIntegration* logs a dump):
+//
+//   - sets "vips4" (ipv4_addr) and "vips6" (ipv6_addr) holding the VIPs;
+//   - chain "prerouting" (filter, hook prerouting, priority raw = -300):
+//     "ip daddr @vips4 queue" and "ip6 daddr @vips6 queue";
+//   - chain "output" (filter, hook output, priority raw): ICMP errors the
+//     node itself generates towards a VIP (ICMP destination-unreachable and
+//     time-exceeded; ICMPv6 types 1, 2, 3) are queued as well, so the load
+//     balancer forwards them to the target that owns the flow;
+//   - chain "pmtu" (route, hook output, priority raw): an ICMP
+//     fragmentation-needed (ICMPv6 packet-too-big) that the node generates
+//     for a forwarded VIP flow gets the VIP as source and mark 0, so it is
+//     routed back to the client over the VIP return path (see below).
+//
+// Queue rules never carry the bypass flag: the table fails closed. Without a
+// reader on the queue(s), VIP traffic is dropped; it is never routed by the
+// main routing table.
+//
+// Queue statement. Two encodings exist: the native nftables "queue"
+// expression (CONFIG_NFT_QUEUE) and the xtables NFQUEUE target (revision 3)
+// through nft_compat. New probes the kernel once, in a transaction that
+// creates and deletes a scratch table (so nothing remains), and uses the
+// native expression when the kernel accepts it, the compat target otherwise;
+// Mode reports the choice. Both give the same behaviour: queues First ..
+// First+Count-1, balanced by the kernel on (saddr, daddr, protocol), or by
+// CPU when Fanout is set.
+//
+// Priority. The chains hook at raw (-300), the earliest priority at which the
+// compat NFQUEUE target is accepted for prerouting. It runs before conntrack
+// (-200), so VIP traffic creates no conntrack entries. IPv4/IPv6
+// defragmentation (-400) runs before it only when conntrack is loaded in the
+// namespace; otherwise fragments reach the queue as they are and the
+// dataplane's fragment handling applies.
+//
+// PMTU (the "pmtu" chain). When a packet the LB forwards to a target is too
+// big for the target-facing link, the kernel answers the client with ICMP
+// fragmentation-needed / packet-too-big, sourced from one of the node's own
+// addresses. With the sysctls net.ipv4.fwmark_reflect=1 and
+// net.ipv6.fwmark_reflect=1 (package sysctl) that reply carries the mark of
+// the offending packet, i.e. a target mark, which would route it to the
+// target. The rule matches such replies (mark != 0, neither address a VIP,
+// the embedded packet's destination in the VIP set), rewrites the source to
+// the embedded destination (the VIP), fixes the checksum (IPv4 header
+// checksum; for IPv6 the ICMPv6 checksum, whose pseudo-header covers the
+// source) and sets mark 0; the route chain then re-routes the packet, which
+// now follows "from VIP" policy routing to the gateways. The idea follows
+// Nordix/Meridio's stateless-lb "snat-local" chain. Limits: the embedded
+// header is read at a fixed offset, so it assumes an IPv4 inner header
+// without options and an ICMPv6 error without extension headers before it
+// (both hold for errors the kernel generates itself for forwarded packets);
+// without fwmark_reflect the rule never matches and the reply leaves with
+// the node's address.
+//
+// Transactions. Program makes the kernel match a Config in ONE nftables
+// transaction (one Flush). When the table already has exactly the expected
+// chains, sets and rules (rules carry a comment naming the layout version
+// and queue settings), only the set elements are replaced (flush set + add
+// elements) and rule counters survive; otherwise the table is deleted and
+// rebuilt inside the same transaction. Programming the same Config twice
+// leaves the same ruleset; restarts are idempotent. Cleanup deletes the
+// table.
+package nft

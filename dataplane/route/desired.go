@@ -1,0 +1,115 @@
+package route
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+)
+
+type desiredState struct {
+	rules          []Rule
+	routes         []Route
+	endpointTables map[uint32]bool
+}
+
+// desired translates the input into rules and routes, skipping (and
+// reporting) invalid or conflicting objects.
+func (rc *Reconciler) desired(endpoints []EndpointRoute, paths []ReturnPath) (desiredState, []error) {
+	d := desiredState{endpointTables: map[uint32]bool{}}
+	var errs []error
+	links := map[string]uint32{}
+	marks := map[uint32]bool{}
+	for _, e := range endpoints {
+		if err := rc.addEndpoint(&d, links, marks, e); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", e, err))
+		}
+	}
+	pathTables := map[uint32]bool{}
+	for _, p := range paths {
+		if err := rc.addReturnPath(&d, links, pathTables, p); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p, err))
+		}
+	}
+	return d, errs
+}
+
+func (rc *Reconciler) addEndpoint(d *desiredState, links map[string]uint32, marks map[uint32]bool, e EndpointRoute) error {
+	if err := e.validate(rc.ranges); err != nil {
+		return err
+	}
+	if marks[e.Mark] || d.endpointTables[e.Table] {
+		return fmt.Errorf("%w: mark or table already used by another endpoint", ErrInvalid)
+	}
+	idx, err := rc.linkIndex(links, e.Interface)
+	if err != nil {
+		return err
+	}
+	marks[e.Mark], d.endpointTables[e.Table] = true, true
+	via := e.Via.Unmap().WithZone("")
+	fam := familyOf(via)
+	d.rules = append(d.rules, Rule{Family: fam, Priority: rc.ranges.Priorities.Min, Mark: e.Mark, Table: e.Table})
+	d.routes = append(d.routes, Route{Family: fam, Table: e.Table, Metric: GatewayMetric,
+		Hops: []Hop{{Gateway: via, IfIndex: idx}}},
+		Route{Family: fam, Table: e.Table, Metric: BlackholeMetric, Blackhole: true})
+	return nil
+}
+
+func (rc *Reconciler) addReturnPath(d *desiredState, links map[string]uint32, tables map[uint32]bool, p ReturnPath) error {
+	if err := p.validate(rc.ranges); err != nil {
+		return err
+	}
+	if tables[p.Table] || d.endpointTables[p.Table] {
+		return fmt.Errorf("%w: table already used", ErrInvalid)
+	}
+	tables[p.Table] = true
+	hops := map[Family][]Hop{}
+	var errs []error
+	for _, g := range p.Gateways {
+		idx, err := rc.linkIndex(links, g.Interface)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("gateway %s: %w", g.Addr, err))
+			continue
+		}
+		gw := g.Addr.Unmap()
+		hops[familyOf(gw)] = append(hops[familyOf(gw)], Hop{Gateway: gw, IfIndex: idx})
+	}
+	families := map[Family]bool{}
+	for _, v := range p.VIPs {
+		v = v.Unmap().WithZone("")
+		fam := familyOf(v)
+		families[fam] = true
+		d.rules = append(d.rules, Rule{Family: fam, Priority: rc.ranges.Priorities.Min + 1,
+			Src: netip.PrefixFrom(v, v.BitLen()), Table: p.Table})
+	}
+	for _, fam := range []Family{IPv4, IPv6} {
+		if !families[fam] {
+			continue
+		}
+		d.routes = append(d.routes, Route{Family: fam, Table: p.Table, Metric: BlackholeMetric, Blackhole: true})
+		if h := dedupHops(hops[fam]); len(h) > 0 {
+			d.routes = append(d.routes, Route{Family: fam, Table: p.Table, Metric: GatewayMetric, Hops: h})
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("applied without some gateways: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+func (rc *Reconciler) linkIndex(cache map[string]uint32, name string) (uint32, error) {
+	if idx, ok := cache[name]; ok {
+		return idx, nil
+	}
+	idx, err := rc.kernel.LinkIndex(name)
+	if err != nil {
+		return 0, fmt.Errorf("interface %q: %w", name, err)
+	}
+	cache[name] = idx
+	return idx, nil
+}
+
+func dedupHops(h []Hop) []Hop {
+	sortHops(h)
+	return slices.Compact(h)
+}

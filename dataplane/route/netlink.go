@@ -1,0 +1,139 @@
+package route
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/jsimonetti/rtnetlink/v2"
+	"github.com/mdlayher/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// NetlinkKernel implements Kernel with rtnetlink.
+type NetlinkKernel struct {
+	rt    *rtnetlink.Conn
+	neigh *netlink.Conn
+}
+
+var _ Kernel = (*NetlinkKernel)(nil)
+
+// NewNetlinkKernel opens rtnetlink sockets in the network namespace netnsFD
+// (0: the caller's).
+func NewNetlinkKernel(netnsFD int) (*NetlinkKernel, error) {
+	cfg := &netlink.Config{NetNS: netnsFD}
+	rt, err := rtnetlink.Dial(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dial rtnetlink: %w", err)
+	}
+	nc, err := netlink.Dial(unix.NETLINK_ROUTE, cfg)
+	if err != nil {
+		rt.Close()
+		return nil, fmt.Errorf("dial netlink route: %w", err)
+	}
+	return &NetlinkKernel{rt: rt, neigh: nc}, nil
+}
+
+// Close closes the sockets.
+func (k *NetlinkKernel) Close() error {
+	return errors.Join(k.rt.Close(), k.neigh.Close())
+}
+
+// LinkIndex implements Kernel.
+func (k *NetlinkKernel) LinkIndex(name string) (uint32, error) {
+	links, err := k.rt.Link.List()
+	if err != nil {
+		return 0, fmt.Errorf("list links: %w", err)
+	}
+	for _, l := range links {
+		if l.Attributes != nil && l.Attributes.Name == name {
+			return l.Index, nil
+		}
+	}
+	return 0, fmt.Errorf("no such interface")
+}
+
+func afOf(f Family) uint8 {
+	if f == IPv4 {
+		return unix.AF_INET
+	}
+	return unix.AF_INET6
+}
+
+func ipOf(a netip.Addr) net.IP { return net.IP(a.AsSlice()) }
+
+// Rules implements Kernel; rules with actions other than "lookup" or
+// selectors we do not use are returned with a zero Table, so they are
+// never mistaken for ours.
+func (k *NetlinkKernel) Rules() ([]Rule, error) {
+	msgs, err := k.rt.Rule.List()
+	if err != nil {
+		return nil, err
+	}
+	var out []Rule
+	for _, m := range msgs {
+		if r, ok := ruleFromMessage(m); ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func ruleFromMessage(m rtnetlink.RuleMessage) (Rule, bool) {
+	a := m.Attributes
+	if a == nil || (m.Family != unix.AF_INET && m.Family != unix.AF_INET6) {
+		return Rule{}, false
+	}
+	r := Rule{Family: IPv4, Table: uint32(m.Table)}
+	if m.Family == unix.AF_INET6 {
+		r.Family = IPv6
+	}
+	if a.Priority != nil {
+		r.Priority = *a.Priority
+	}
+	if a.Table != nil {
+		r.Table = *a.Table
+	}
+	if a.FwMark != nil {
+		r.Mark = *a.FwMark
+	}
+	if a.Src != nil {
+		if ip, ok := netip.AddrFromSlice(*a.Src); ok {
+			r.Src = netip.PrefixFrom(ip.Unmap(), int(m.SrcLength))
+		}
+	}
+	foreign := m.Action != unix.FR_ACT_TO_TBL || m.DstLength != 0 || m.TOS != 0 ||
+		(a.FwMask != nil && *a.FwMask != 0xffffffff) || a.IIFName != nil || a.OIFName != nil ||
+		a.IPProto != nil || a.SPortRange != nil || a.DPortRange != nil || a.UIDRange != nil ||
+		a.SuppressPrefixLen != nil && *a.SuppressPrefixLen != 0xffffffff || m.Flags&unix.FIB_RULE_INVERT != 0
+	if foreign {
+		r.Table = 0
+	}
+	return r, true
+}
+
+func ruleMessage(r Rule) *rtnetlink.RuleMessage {
+	prio, table := r.Priority, r.Table
+	m := &rtnetlink.RuleMessage{Family: afOf(r.Family), Action: unix.FR_ACT_TO_TBL,
+		Attributes: &rtnetlink.RuleAttributes{Priority: &prio, Table: &table}}
+	if table < 256 {
+		m.Table = uint8(table)
+	}
+	if r.Mark != 0 {
+		mark, mask := r.Mark, uint32(0xffffffff)
+		m.Attributes.FwMark, m.Attributes.FwMask = &mark, &mask
+	}
+	if r.Src.IsValid() {
+		src := ipOf(r.Src.Addr())
+		m.SrcLength = uint8(r.Src.Bits())
+		m.Attributes.Src = &src
+	}
+	return m
+}
+
+// AddRule implements Kernel.
+func (k *NetlinkKernel) AddRule(r Rule) error { return k.rt.Rule.Add(ruleMessage(r)) }
+
+// DeleteRule implements Kernel.
+func (k *NetlinkKernel) DeleteRule(r Rule) error { return k.rt.Rule.Delete(ruleMessage(r)) }
