@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -25,17 +26,23 @@ func (c *Counter) Packets() uint64 { return c.packets.Load() }
 // Bytes returns the bytes counted so far.
 func (c *Counter) Bytes() uint64 { return c.bytes.Load() }
 
-// counterSet hands out one Counter per name and keeps it across
+// counterSet hands out one Counter per label set and keeps it across
 // configuration changes, so totals survive a reload; ids are small, stable
-// integers that fit the fragment table's value.
+// integers that fit the fragment table's value. Counters of objects that are
+// gone stay (their totals are final) up to maxCounters.
 type counterSet struct {
-	mu    sync.Mutex
-	ids   map[string]uint16
-	names []string
-	all   atomic.Pointer[[]*Counter] // id -> counter, copied on growth
+	mu     sync.Mutex
+	ids    map[string]uint16
+	labels [][]string
+	all    atomic.Pointer[[]*Counter] // id -> counter, copied on growth
+	// overflow counts for label sets beyond maxCounters.
+	overflow Counter
 }
 
-const maxCounters = 1<<16 - 1
+const (
+	maxCounters = 1<<16 - 1
+	overflowID  = maxCounters
+)
 
 func newCounterSet() *counterSet {
 	s := &counterSet{ids: make(map[string]uint16)}
@@ -44,9 +51,10 @@ func newCounterSet() *counterSet {
 	return s
 }
 
-// get returns the id and counter for name, creating them on first use. It
-// returns ok=false when the set is full (the caller counts without it).
-func (s *counterSet) get(name string) (id uint16, c *Counter, ok bool) {
+// get returns the id and counter for the labels, creating them on first use.
+// When the set is full it returns the shared overflow counter and ok=false.
+func (s *counterSet) get(labels ...string) (id uint16, c *Counter, ok bool) {
+	name := strings.Join(labels, "\x00")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if id, found := s.ids[name]; found {
@@ -54,32 +62,32 @@ func (s *counterSet) get(name string) (id uint16, c *Counter, ok bool) {
 	}
 	cur := *s.all.Load()
 	if len(cur) >= maxCounters {
-		return 0, nil, false
+		return overflowID, &s.overflow, false
 	}
 	next := append(cur[:len(cur):len(cur)], &Counter{})
 	id = uint16(len(cur))
 	s.ids[name] = id
-	s.names = append(s.names, name)
+	s.labels = append(s.labels, labels)
 	s.all.Store(&next)
 	return id, next[id], true
 }
 
-// byID returns the counter with id, or nil.
+// byID returns the counter with id (the overflow counter for unknown ids).
 func (s *counterSet) byID(id uint16) *Counter {
 	all := *s.all.Load()
 	if int(id) < len(all) {
 		return all[id]
 	}
-	return nil
+	return &s.overflow
 }
 
 // each calls f for every counter, in creation order.
-func (s *counterSet) each(f func(name string, c *Counter)) {
+func (s *counterSet) each(f func(labels []string, c *Counter)) {
 	s.mu.Lock()
-	names := append([]string(nil), s.names...)
+	labels := append([][]string(nil), s.labels...)
 	s.mu.Unlock()
 	all := *s.all.Load()
-	for i, n := range names {
-		f(n, all[i])
+	for i, l := range labels {
+		f(l, all[i])
 	}
 }

@@ -2,7 +2,6 @@ package dataplane
 
 import (
 	"fmt"
-	"maps"
 	"sort"
 )
 
@@ -13,12 +12,15 @@ type endpointKey struct {
 }
 
 // markPlan assigns each endpoint slot an fwmark from [first, first+count).
-// Marks are stable: a slot keeps its mark as long as it exists, so a reload
-// never re-points a mark that packets in flight carry to another endpoint.
+// Marks are stable: a slot keeps its mark as long as it exists. New slots take
+// marks from a cursor that moves round the range, so a freed mark is reused
+// only after every other free mark was: a reload never re-points a mark that
+// packets in flight or remembered fragments carry to another endpoint.
 // A plan is a value: next() returns a new plan and leaves the old one intact,
 // so a configuration that fails to program leaves the committed plan as is.
 type markPlan struct {
 	first, count uint32
+	cursor       uint32 // offset of the next mark to try
 	byKey        map[endpointKey]uint32
 }
 
@@ -27,10 +29,10 @@ func newMarkPlan(first, count uint32) markPlan {
 }
 
 // next returns the plan for the slots in keys: existing slots keep their
-// marks, vanished ones free theirs, new ones take the lowest free marks in
-// a deterministic order.
+// marks, vanished ones free theirs, new ones take free marks from the cursor
+// on, in a deterministic order.
 func (p markPlan) next(keys []endpointKey) (markPlan, error) {
-	out := markPlan{first: p.first, count: p.count, byKey: make(map[endpointKey]uint32, len(keys))}
+	out := markPlan{first: p.first, count: p.count, cursor: p.cursor, byKey: make(map[endpointKey]uint32, len(keys))}
 	used := make(map[uint32]bool, len(keys))
 	var fresh []endpointKey
 	for _, k := range keys {
@@ -47,21 +49,17 @@ func (p markPlan) next(keys []endpointKey) (markPlan, error) {
 		}
 		return fresh[i].id < fresh[j].id
 	})
-	m := p.first
+	if uint32(len(keys)) > p.count {
+		return p, fmt.Errorf("out of fwmarks: %d endpoints need marks, the range holds %d", len(keys), p.count)
+	}
 	for _, k := range fresh {
-		for used[m] && m < p.first+p.count {
-			m++
+		for used[p.first+out.cursor] {
+			out.cursor = (out.cursor + 1) % p.count
 		}
-		if m >= p.first+p.count {
-			return p, fmt.Errorf("out of fwmarks: %d endpoints need marks, the range holds %d", len(keys), p.count)
-		}
+		m := p.first + out.cursor
 		out.byKey[k] = m
 		used[m] = true
+		out.cursor = (out.cursor + 1) % p.count
 	}
 	return out, nil
-}
-
-func (p markPlan) clone() markPlan {
-	p.byKey = maps.Clone(p.byKey)
-	return p
 }

@@ -10,16 +10,16 @@ import (
 type desiredState struct {
 	rules          []Rule
 	routes         []Route
-	endpointTables map[uint32]bool
+	endpointTables map[uint32]uint32 // table -> the mark routed by it
 }
 
 // desired translates the input into rules and routes, skipping (and
 // reporting) invalid or conflicting objects.
 func (rc *Reconciler) desired(endpoints []EndpointRoute, paths []ReturnPath) (desiredState, []error) {
-	d := desiredState{endpointTables: map[uint32]bool{}}
+	d := desiredState{endpointTables: map[uint32]uint32{}}
 	var errs []error
 	links := map[string]uint32{}
-	marks := map[uint32]bool{}
+	marks := map[markFamily]netip.Addr{}
 	for _, e := range endpoints {
 		if err := rc.addEndpoint(&d, links, marks, e); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", e, err))
@@ -34,20 +34,30 @@ func (rc *Reconciler) desired(endpoints []EndpointRoute, paths []ReturnPath) (de
 	return d, errs
 }
 
-func (rc *Reconciler) addEndpoint(d *desiredState, links map[string]uint32, marks map[uint32]bool, e EndpointRoute) error {
+// markFamily keys endpoint routes: a dual-stack endpoint has one route per
+// family under one mark and table.
+type markFamily struct {
+	mark uint32
+	fam  Family
+}
+
+func (rc *Reconciler) addEndpoint(d *desiredState, links map[string]uint32, marks map[markFamily]netip.Addr, e EndpointRoute) error {
 	if err := e.validate(rc.ranges); err != nil {
 		return err
 	}
-	if marks[e.Mark] || d.endpointTables[e.Table] {
-		return fmt.Errorf("%w: mark or table already used by another endpoint", ErrInvalid)
+	via := e.Via.Unmap().WithZone("")
+	fam := familyOf(via)
+	if _, dup := marks[markFamily{e.Mark, fam}]; dup {
+		return fmt.Errorf("%w: mark already used by another endpoint of this family", ErrInvalid)
+	}
+	if table, used := d.endpointTables[e.Table]; used && table != e.Mark {
+		return fmt.Errorf("%w: table already used by another mark", ErrInvalid)
 	}
 	idx, err := rc.linkIndex(links, e.Interface)
 	if err != nil {
 		return err
 	}
-	marks[e.Mark], d.endpointTables[e.Table] = true, true
-	via := e.Via.Unmap().WithZone("")
-	fam := familyOf(via)
+	marks[markFamily{e.Mark, fam}], d.endpointTables[e.Table] = via, e.Mark
 	d.rules = append(d.rules, Rule{Family: fam, Priority: rc.ranges.Priorities.Min, Mark: e.Mark, Table: e.Table})
 	d.routes = append(d.routes, Route{Family: fam, Table: e.Table, Metric: GatewayMetric,
 		Hops: []Hop{{Gateway: via, IfIndex: idx}}},
@@ -59,7 +69,7 @@ func (rc *Reconciler) addReturnPath(d *desiredState, links map[string]uint32, ta
 	if err := p.validate(rc.ranges); err != nil {
 		return err
 	}
-	if tables[p.Table] || d.endpointTables[p.Table] {
+	if _, endpointTable := d.endpointTables[p.Table]; tables[p.Table] || endpointTable {
 		return fmt.Errorf("%w: table already used", ErrInvalid)
 	}
 	tables[p.Table] = true

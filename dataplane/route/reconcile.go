@@ -59,7 +59,7 @@ func (rc *Reconciler) Reconcile(endpoints []EndpointRoute, paths []ReturnPath) e
 			errs = append(errs, fmt.Errorf("%s: %w", r, err))
 			continue
 		}
-		if exists && want.endpointTables[r.Table] {
+		if _, endpointTable := want.endpointTables[r.Table]; exists && endpointTable {
 			errs = append(errs, rc.flushNeighbours(old, r)...)
 		}
 	}

@@ -1,0 +1,46 @@
+// Package dataplane decides, for every packet nfqueue hands it, where the
+// packet goes: decode (packet), classify against the L34Routes (classify),
+// pick the Service's endpoint with Maglev (maglev), keep later fragments with
+// their first fragment (fragment), and return the verdict with the chosen
+// endpoint's fwmark. The kernel adapters live in subpackages: nfqueue (the
+// receive/verdict loop), nft (rules), route (policy routing), sysctl.
+//
+// # Contract
+//
+//   - Engine.Decide is the hot path. It allocates nothing, never blocks
+//     (fragments take a striped mutex, nothing else locks), never panics on
+//     any input, and reads one immutable snapshot through an atomic pointer.
+//     Every call ends in exactly one Reason, counted.
+//   - Engine.Build turns a model.State into a Plan off the hot path: the
+//     compiled routes, one Maglev table per Service, and the fwmark of every
+//     endpoint. Invalid routes or endpoints are left out and reported in
+//     Plan.Problems; they never disable the valid ones. Engine.Commit
+//     publishes a Plan with one atomic store. Callers program the kernel
+//     routes of Plan.Endpoints before Commit, so no packet is ever marked for
+//     a route that does not exist yet.
+//   - Fwmarks are stable: an endpoint slot (Service, identifier) keeps its
+//     mark across reloads for as long as it exists.
+//   - Before the first Commit every packet is dropped (ReasonNotConfigured).
+//
+// # Flow keys
+//
+// TCP, UDP and ICMP echo are hashed on (source, destination, source port,
+// destination port, protocol); echo uses its identifier as both ports. SCTP
+// is hashed on the ports and protocol only by default (a multihomed
+// association reaches the same target from any of its addresses); a Service
+// with SCTPHashPorts false hashes SCTP like TCP. ICMP errors are hashed on the
+// flow they quote, reversed, so they reach the endpoint that owns the flow.
+// The hash is maglev.Hash with maglev.FlowSeed: every instance agrees.
+//
+// # Fragments
+//
+// The first fragment of a datagram is balanced like any packet and its
+// decision remembered for a short time under (source, destination, protocol,
+// fragment id). Later fragments follow it. A later fragment that arrives
+// before its first fragment is held (Verdict Hold: the caller keeps it
+// queued in the kernel without a verdict) and released with the first
+// fragment's verdict when that arrives, or dropped by Expire when it does
+// not arrive in time (the fragment table's lifetime, 2 s by default). At most
+// fragment.MaxHeld fragments per datagram are held; more are dropped and
+// counted (ReasonFragmentUnknown).
+package dataplane

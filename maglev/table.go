@@ -1,0 +1,40 @@
+package maglev
+
+import "math/bits"
+
+// Table is one built Maglev lookup table. It is immutable: share it between
+// goroutines freely and replace it as a whole (atomic.Pointer[Table]).
+type Table struct {
+	size    int
+	active  int
+	counts  []uint32 // entries owned per slot
+	entries []uint16 // slot per entry; empty when no slot is active
+}
+
+// Lookup returns the slot that owns the entry for the flow hash, and
+// ok=false when no slot is active or t is nil. It allocates nothing.
+func (t *Table) Lookup(hash uint64) (slot int, ok bool) {
+	if t == nil || len(t.entries) == 0 {
+		return 0, false
+	}
+	i, _ := bits.Mul64(hash, uint64(len(t.entries)))
+	return int(t.entries[i]), true
+}
+
+// Size returns M, the number of entries.
+func (t *Table) Size() int { return t.size }
+
+// Slots returns N, the number of slot identifiers.
+func (t *Table) Slots() int { return len(t.counts) }
+
+// ActiveSlots returns how many slots own entries.
+func (t *Table) ActiveSlots() int { return t.active }
+
+// Entries returns how many of the M entries slot owns (0 for an inactive or
+// out-of-range slot); Entries(slot)/Size() is its expected share of flows.
+func (t *Table) Entries(slot int) int {
+	if slot < 0 || slot >= len(t.counts) {
+		return 0
+	}
+	return int(t.counts[slot])
+}
