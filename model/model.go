@@ -72,9 +72,12 @@ type Route struct {
 	ByteMatches      []ByteMatch
 }
 
-// Endpoint is one target of a Service.
+// Endpoint is one address of a target of a Service. A dual-stack target
+// appears twice, once per address family, with the same ID; the pair shares
+// one fwmark. IPv4 flows are balanced over IPv4 endpoints only, IPv6 flows
+// over IPv6 endpoints only.
 type Endpoint struct {
-	ID    int        // identifier, 0 <= ID < Service.MaxEndpoints, unique in the Service
+	ID    int        // identifier, 0 <= ID < Service.MaxEndpoints, unique per address family in the Service
 	Addr  netip.Addr // where packets are routed (next hop on a Gateway network)
 	Ready bool       // only ready endpoints receive new flows
 }

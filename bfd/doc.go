@@ -1,0 +1,32 @@
+// Package bfd implements Bidirectional Forwarding Detection (RFC 5880) in
+// asynchronous mode over UDP, single hop (RFC 5881) and multihop (RFC 5883),
+// for IPv4 and IPv6. sllbrd uses it to supervise its gateway routers.
+//
+// The package is layered so that each layer can be tested on its own:
+//
+//   - packet.go: the wire codec. Packet.Unmarshal applies every reception
+//     check of RFC 5880 section 6.8.6 that needs no session state and never
+//     allocates; Packet.MarshalTo writes into a caller buffer.
+//   - session.go, timers.go: Session, the per-peer state machine (RFC 5880
+//     sections 6.2 and 6.8). It performs no I/O and reads no clock: every
+//     method takes the current time, so tests drive it deterministically.
+//   - socket*.go: RFC 5881/5883 transport (ports 3784/4784, TTL 255 on send,
+//     TTL checked on receive through ancillary data, SO_BINDTODEVICE).
+//   - server.go: Server, which owns the sockets, demultiplexes received
+//     packets to sessions, runs the timers and reports state changes.
+//
+// Promises:
+//   - Authentication is not supported: packets with the A bit set are
+//     discarded (DiscardAuthNotSupported) and we never set it.
+//   - Demand mode and the Echo function are not supported: we never set the
+//     D bit and always advertise a Required Min Echo RX Interval of zero.
+//   - A peer that signals AdminDown moves the session to Down with diagnostic
+//     NeighborSignaledDown, and the Event has PeerAdminDown set: per RFC 5882
+//     section 3.2 that is not a path failure and consumers (BGP) must not
+//     treat it as one.
+//   - All sockets are created by the goroutine that called Server.Run. To run
+//     the server inside a network namespace, call Run from an OS thread locked
+//     into that namespace.
+//   - The package exposes plain counters (Stats); it has no metrics library
+//     dependency.
+package bfd

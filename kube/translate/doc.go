@@ -1,0 +1,26 @@
+// Package translate is the one place that turns Kubernetes objects into
+// sllbrd's desired state: a Snapshot of typed objects (a Gateway, L34Routes,
+// Services, EndpointSlices and GatewayRouters, as informers' listers or the
+// manifest reader return them) becomes a model.State plus a list of Problems.
+//
+// Promises:
+//   - Only objects in the Gateway's namespace are considered; everything else
+//     in the Snapshot is ignored silently, as are objects that belong to
+//     another Gateway (route parentRef, proxy-name label).
+//   - Every invalid route, Service, endpoint or router is left out of the
+//     State and reported as a Problem naming the object and the field; one bad
+//     object never disables good ones. An endpoint is never guessed: without a
+//     valid, unique identifier in 0..max-1, or outside the Gateway's
+//     network-subnets, it is skipped.
+//   - The State is deterministic: routes are ordered by priority (highest
+//     first) then namespace/name, Services and routers by name, endpoints by
+//     identifier. Translate never modifies its input and leaves
+//     State.Generation zero for the caller to set.
+//   - Every Route.Service names a Service present in State.Services.
+//
+// Defaults: a Service without the max-endpoints annotation gets
+// kube.DefaultMaxEndpoints (32); accepted values are 1..kube.MaxMaxEndpoints.
+// GatewayRouter fields left empty get the v1alpha1 Default* values, as the
+// API server would apply them from the CRD. SCTP flows hash on ports only
+// (model.Service.SCTPHashPorts is always true).
+package translate

@@ -1,0 +1,63 @@
+package translate
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/sllbrd/sllbrd/kube/api/v1alpha1"
+	"github.com/sllbrd/sllbrd/model"
+)
+
+// Snapshot is the set of objects one translation reads. The slices may hold
+// objects of other namespaces and other Gateways; Translate filters them.
+// Pointers are what listers return; Translate never modifies the objects.
+type Snapshot struct {
+	Gateway        *gatewayv1.Gateway
+	Routes         []*v1alpha1.L34Route
+	Services       []*corev1.Service
+	EndpointSlices []*discoveryv1.EndpointSlice
+	Routers        []*v1alpha1.GatewayRouter
+}
+
+// ErrNoGateway is returned by Translate when the Snapshot has no Gateway.
+var ErrNoGateway = errors.New("translate: snapshot has no Gateway")
+
+// Translate builds the desired state of the Gateway in s and lists the
+// problems found on the way. The only error is ErrNoGateway; invalid objects
+// are Problems, not errors.
+func Translate(s Snapshot) (*model.State, []Problem, error) {
+	if s.Gateway == nil {
+		return nil, nil, ErrNoGateway
+	}
+	var ps problems
+	gw := translateGateway(s.Gateway, &ps)
+	services := translateServices(gw, s.Services, s.EndpointSlices, &ps)
+	state := &model.State{
+		Gateway:  gw,
+		Routes:   translateRoutes(gw, s.Routes, services, &ps),
+		Services: services.accepted,
+		Routers:  translateRouters(gw, s.Routers, &ps),
+	}
+	return state, ps, nil
+}
+
+// inScope returns the objects of the Gateway's namespace ordered by name.
+func inScope[T metav1.Object](gw model.Gateway, objs []T) []T {
+	var out []T
+	for _, o := range objs {
+		if o.GetNamespace() == gw.Namespace {
+			out = append(out, o)
+		}
+	}
+	slices.SortFunc(out, func(a, b T) int { return cmp.Compare(a.GetName(), b.GetName()) })
+	return out
+}
+
+// qualified returns "namespace/name" of an object.
+func qualified(o metav1.Object) string { return o.GetNamespace() + "/" + o.GetName() }
