@@ -3,6 +3,7 @@ package dataplane
 import (
 	"cmp"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
 
@@ -19,6 +20,11 @@ type Plan struct {
 	// Problems lists what was left out: invalid routes, unknown Services,
 	// endpoints with unusable identifiers. The rest of the plan is valid.
 	Problems []error
+	// VIPs are the destinations of the valid routes: what to queue.
+	VIPs []netip.Addr
+	// ServedVIPs are the VIPs with at least one valid route whose Service has
+	// a ready endpoint of the VIP's family: what to announce.
+	ServedVIPs []netip.Addr
 
 	snap  *snapshot
 	marks markPlan
@@ -70,8 +76,34 @@ func (e *Engine) Build(st *model.State) (*Plan, error) {
 			plan.Problems = append(plan.Problems, fmt.Errorf("l34route %q: backend Service %q does not exist: its traffic is dropped", routes.Name(i), routes.Service(i)))
 		}
 	}
+	plan.VIPs, plan.ServedVIPs = vips(routes, services)
 	plan.snap = snap
 	return plan, nil
+}
+
+// vips lists the destinations of the compiled routes, and those a ready
+// endpoint can serve, each once and sorted.
+func vips(routes *classify.Table, services map[string]*serviceTable) (all, served []netip.Addr) {
+	seen, ok := map[netip.Addr]bool{}, map[netip.Addr]bool{}
+	for i := range routes.Len() {
+		svc := services[routes.Service(i)]
+		for _, d := range routes.Route(i).Destinations {
+			a := d.Addr()
+			seen[a] = true
+			if svc != nil && svc.family(a.Is4()).table.ActiveSlots() > 0 {
+				ok[a] = true
+			}
+		}
+	}
+	for a := range seen {
+		all = append(all, a)
+		if ok[a] {
+			served = append(served, a)
+		}
+	}
+	slices.SortFunc(all, netip.Addr.Compare)
+	slices.SortFunc(served, netip.Addr.Compare)
+	return all, served
 }
 
 // Commit publishes p: the next packet is decided with it.

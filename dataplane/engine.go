@@ -84,7 +84,7 @@ type options struct {
 type Option func(*options)
 
 // WithMarks sets the fwmark range endpoints take their marks from
-// (default 10000..19999, the route package's default range).
+// (default 10000..19998: route.DefaultRanges less ReturnTable).
 func WithMarks(first, count uint32) Option {
 	return func(o *options) { o.markFirst, o.markCount = first, count }
 }
@@ -96,7 +96,7 @@ func WithFragments(capacity int, lifetime time.Duration) Option {
 
 // NewEngine returns an engine that drops everything until the first Commit.
 func NewEngine(opts ...Option) *Engine {
-	o := options{markFirst: 10000, markCount: 10000, fragmentCapacity: 16384, fragmentLifetime: 2 * time.Second}
+	o := options{markFirst: 10000, markCount: ReturnTable - 10000, fragmentCapacity: 16384, fragmentLifetime: 2 * time.Second}
 	for _, f := range opts {
 		f(&o)
 	}
