@@ -1,0 +1,11 @@
+// Package reconcile runs the one loop that writes desired state to the
+// kernel, in the manner of kube-proxy's bounded-frequency runner.
+//
+// Producers (the configuration source, the uplink supervisor) Set their part
+// of the desired state at any rate; the loop applies the latest complete
+// state at most once per MinInterval, so a burst of changes costs one apply.
+// A failed apply is retried with exponential backoff; a successful one is
+// repeated every ResyncInterval to heal drift (someone flushed our rules).
+// Nothing is applied before the first configuration arrives: the
+// configuration source sets it only after its first full sync.
+package reconcile

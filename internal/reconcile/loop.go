@@ -1,0 +1,197 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sllbrd/sllbrd/dataplane/route"
+	"github.com/sllbrd/sllbrd/model"
+)
+
+// Desired is one complete input of an apply.
+type Desired struct {
+	State    *model.State
+	Gateways []route.Nexthop
+	// Changed is when the oldest change not yet applied was observed: the
+	// apply latency runs from here.
+	Changed time.Time
+}
+
+// ApplyFunc programs d. It is never called concurrently with itself.
+type ApplyFunc func(ctx context.Context, d Desired) error
+
+// Status is the loop's view of progress, for readiness.
+type Status struct {
+	Configured bool   // a configuration has arrived
+	Desired    uint64 // generation of the latest configuration
+	Applied    uint64 // generation last applied without error
+	Err        error  // error of the last apply, nil if it succeeded
+	Attempts   int    // consecutive failures
+}
+
+// Ready reports whether the latest configuration is programmed.
+func (s Status) Ready() bool { return s.Configured && s.Err == nil && s.Applied == s.Desired }
+
+// Reason says why the loop is not ready ("" when it is).
+func (s Status) Reason() string {
+	switch {
+	case !s.Configured:
+		return "no configuration received yet"
+	case s.Err != nil:
+		return fmt.Sprintf("configuration generation %d not programmed (attempt %d): %v", s.Desired, s.Attempts, s.Err)
+	case s.Applied != s.Desired:
+		return fmt.Sprintf("configuration generation %d not yet programmed", s.Desired)
+	}
+	return ""
+}
+
+// Loop applies the desired state. Create it with New.
+type Loop struct {
+	apply ApplyFunc
+	opts  options
+	kick  chan struct{}
+
+	mu      sync.Mutex
+	desired Desired
+	pending bool // desired changed since the last apply started
+	status  Status
+}
+
+type options struct {
+	minInterval, resync, minBackoff, maxBackoff time.Duration
+}
+
+// Option configures a Loop.
+type Option func(*options)
+
+// WithMinInterval sets the least time between two applies (default 50 ms).
+func WithMinInterval(d time.Duration) Option { return func(o *options) { o.minInterval = d } }
+
+// WithResync sets how often a healthy state is re-applied (default 30 s; 0: never).
+func WithResync(d time.Duration) Option { return func(o *options) { o.resync = d } }
+
+// WithBackoff sets the retry delays after failures (default 100 ms doubling to 10 s).
+func WithBackoff(min, max time.Duration) Option {
+	return func(o *options) { o.minBackoff, o.maxBackoff = min, max }
+}
+
+// New returns a loop that calls apply.
+func New(apply ApplyFunc, opts ...Option) *Loop {
+	o := options{minInterval: 50 * time.Millisecond, resync: 30 * time.Second, minBackoff: 100 * time.Millisecond, maxBackoff: 10 * time.Second}
+	for _, f := range opts {
+		f(&o)
+	}
+	return &Loop{apply: apply, opts: o, kick: make(chan struct{}, 1)}
+}
+
+// SetState sets the configuration, observed at changed.
+func (l *Loop) SetState(st *model.State, changed time.Time) {
+	l.mu.Lock()
+	if !l.pending || l.desired.Changed.IsZero() {
+		l.desired.Changed = changed
+	}
+	l.desired.State = st
+	l.status.Configured = true
+	l.status.Desired = st.Generation
+	l.pending = true
+	l.mu.Unlock()
+	l.wake()
+}
+
+// SetGateways sets the return path's next hops; an unchanged set is ignored.
+func (l *Loop) SetGateways(gws []route.Nexthop) {
+	l.mu.Lock()
+	if slices.Equal(gws, l.desired.Gateways) {
+		l.mu.Unlock()
+		return
+	}
+	l.desired.Gateways = slices.Clone(gws)
+	if !l.pending {
+		l.desired.Changed = time.Now()
+	}
+	l.pending = true
+	l.mu.Unlock()
+	l.wake()
+}
+
+// Status returns the loop's progress.
+func (l *Loop) Status() Status {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.status
+}
+
+func (l *Loop) wake() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run applies until ctx ends.
+func (l *Loop) Run(ctx context.Context) error {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-l.kick:
+		case <-timer.C:
+			l.mu.Lock()
+			l.pending = l.pending || l.status.Configured // retry or resync
+			l.mu.Unlock()
+		}
+		if wait := time.Until(last.Add(l.opts.minInterval)); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(wait): // coalesce what arrives meanwhile
+			}
+		}
+		d, ok := l.take()
+		if !ok {
+			continue
+		}
+		last = time.Now()
+		err := l.apply(ctx, d)
+		timer.Reset(l.finish(d, err))
+	}
+}
+
+// take returns the desired state to apply, if any is pending.
+func (l *Loop) take() (Desired, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.pending || l.desired.State == nil {
+		return Desired{}, false
+	}
+	l.pending = false
+	d := l.desired
+	l.desired.Changed = time.Time{}
+	return d, true
+}
+
+// finish records an apply's outcome and returns when to run again.
+func (l *Loop) finish(d Desired, err error) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.status.Err = err
+	if err == nil {
+		l.status.Applied, l.status.Attempts = d.State.Generation, 0
+		if l.opts.resync > 0 {
+			return l.opts.resync
+		}
+		return time.Hour * 24 * 365
+	}
+	if l.desired.Changed.IsZero() {
+		l.desired.Changed = d.Changed // the failed change is still unapplied
+	}
+	l.status.Attempts++
+	backoff := l.opts.minBackoff << min(l.status.Attempts-1, 20)
+	return min(backoff, l.opts.maxBackoff)
+}
