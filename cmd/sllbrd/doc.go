@@ -1,0 +1,9 @@
+// Command sllbrd is the Stateless-Load-Balancer-Router of a Meridio 2.x
+// Gateway: it reads the Gateway's configuration (from static manifest files
+// or the API server), balances VIP traffic from nfqueue over the Services'
+// endpoints, and attracts that traffic from the data-centre gateways with
+// BGP supervised by BFD.
+//
+// This package only wires: flags, signals, one errgroup, the admin HTTP
+// endpoint. Everything it starts lives in the packages it imports.
+package main

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"runtime"
+	"time"
+)
+
+// config is the command line, validated.
+type config struct {
+	gateway        string
+	namespace      string
+	manifests      string
+	kubeconfig     string
+	metricsAddress string
+
+	queueFirst  uint
+	queues      int
+	queueFanout bool
+	copyRange   int
+
+	drain       time.Duration
+	setSysctls  bool
+	routerID    string
+	waitForBFD  bool
+	logLevel    slog.Level
+	showVersion bool
+}
+
+func parseFlags(args []string) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("sllbrd", flag.ContinueOnError)
+	fs.StringVar(&c.gateway, "gateway", "", "name of the Gateway this instance serves (required); namespace/name when ambiguous")
+	fs.StringVar(&c.namespace, "namespace", "", "namespace of the Gateway when reading the API server (default: the pod's namespace)")
+	fs.StringVar(&c.manifests, "manifests", "", "read the configuration from this YAML file or directory instead of the API server")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig for the API server (default: in-cluster)")
+	fs.StringVar(&c.metricsAddress, "metrics-address", "127.0.0.1:9100", "address of the HTTP endpoint serving /metrics, /healthz and /readyz")
+	fs.UintVar(&c.queueFirst, "queue-first", 0, "first nfqueue number")
+	fs.IntVar(&c.queues, "queues", runtime.NumCPU(), "number of nfqueues (and reader threads)")
+	fs.BoolVar(&c.queueFanout, "queue-fanout", false, "spread packets over the queues by CPU instead of by flow addresses")
+	fs.IntVar(&c.copyRange, "copy-range", 256, "bytes of each packet copied to user space (headers and byte matches must fit)")
+	fs.DurationVar(&c.drain, "drain", 5*time.Second, "on SIGTERM, time between withdrawing the VIPs and stopping")
+	fs.BoolVar(&c.setSysctls, "set-sysctls", true, "set the sysctls sllbrd needs (else only report the wrong ones)")
+	fs.StringVar(&c.routerID, "router-id", "", "BGP router id (an IPv4 address); default: derived from the interfaces")
+	fs.BoolVar(&c.waitForBFD, "bgp-wait-for-bfd", false, "keep a BGP session down until its BFD session is up")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if err := c.logLevel.UnmarshalText([]byte(*level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	if c.showVersion {
+		return c, nil
+	}
+	return c, c.validate()
+}
+
+func (c *config) validate() error {
+	var errs []error
+	if c.gateway == "" {
+		errs = append(errs, errors.New("--gateway is required"))
+	}
+	if c.queues < 1 || c.queues > 64 {
+		errs = append(errs, fmt.Errorf("--queues %d: want 1..64", c.queues))
+	}
+	if c.queueFirst+uint(c.queues) > 65535 {
+		errs = append(errs, fmt.Errorf("--queue-first %d + --queues %d exceed queue 65535", c.queueFirst, c.queues))
+	}
+	if c.copyRange < 128 || c.copyRange > 65535 {
+		errs = append(errs, fmt.Errorf("--copy-range %d: want 128..65535 (headers of an ICMPv6 error quoting IPv6 need ~128)", c.copyRange))
+	}
+	if c.drain < 0 {
+		errs = append(errs, fmt.Errorf("--drain %v: must not be negative", c.drain))
+	}
+	if c.routerID != "" {
+		if a, err := netip.ParseAddr(c.routerID); err != nil || !a.Is4() {
+			errs = append(errs, fmt.Errorf("--router-id %q: want an IPv4 address", c.routerID))
+		}
+	}
+	if c.metricsAddress == "" {
+		errs = append(errs, errors.New("--metrics-address is required (use 127.0.0.1:PORT to keep it local)"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/nftables"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/sllbrd/sllbrd/dataplane"
+	"github.com/sllbrd/sllbrd/dataplane/nfqueue"
+	"github.com/sllbrd/sllbrd/dataplane/nft"
+	"github.com/sllbrd/sllbrd/dataplane/route"
+	"github.com/sllbrd/sllbrd/dataplane/sysctl"
+	"github.com/sllbrd/sllbrd/internal/reconcile"
+)
+
+// daemon holds what run starts; fields are set once in newDaemon.
+type daemon struct {
+	cfg    *config
+	log    *slog.Logger
+	engine *dataplane.Engine
+	prog   *dataplane.Programmer
+	queues *nfqueue.Group
+	loop   *reconcile.Loop
+	source *configSource
+}
+
+func run(ctx context.Context, cfg *config, log *slog.Logger) error {
+	d, err := newDaemon(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	return d.run(ctx)
+}
+
+// newDaemon checks the kernel settings and opens the kernel handles.
+func newDaemon(cfg *config, log *slog.Logger) (*daemon, error) {
+	findings, err := sysctl.Ensure(cfg.setSysctls)
+	for _, f := range findings {
+		if f.Fixed {
+			log.Info("sysctl set", "name", f.Name, "value", f.Want, "was", f.Have)
+		} else {
+			log.Warn("sysctl has the wrong value and was not set", "name", f.Name, "want", f.Want, "have", f.Have)
+		}
+	}
+	if err != nil {
+		log.Warn("sysctls", "err", err)
+	}
+	conn, err := nftables.New()
+	if err != nil {
+		return nil, fmt.Errorf("nftables: %w", err)
+	}
+	rules, err := nft.New(conn)
+	if err != nil {
+		return nil, fmt.Errorf("nftables: %w", err)
+	}
+	log.Info("nftables queue statement", "mode", rules.Mode().String())
+	kernel, err := route.NewNetlinkKernel(0)
+	if err != nil {
+		return nil, fmt.Errorf("policy routing: %w", err)
+	}
+	routes, err := route.New(kernel)
+	if err != nil {
+		return nil, fmt.Errorf("policy routing: %w", err)
+	}
+	queues, err := nfqueue.OpenGroup(uint16(cfg.queueFirst), cfg.queues,
+		nfqueue.WithCopyRange(cfg.copyRange), nfqueue.WithLockOSThread())
+	if err != nil {
+		return nil, fmt.Errorf("nfqueue %d..%d: %w", cfg.queueFirst, int(cfg.queueFirst)+cfg.queues-1, err)
+	}
+	engine := dataplane.NewEngine()
+	d := &daemon{cfg: cfg, log: log, engine: engine, queues: queues,
+		prog: dataplane.NewProgrammer(engine, rules, routes,
+			nft.QueueRange{First: uint16(cfg.queueFirst), Count: uint16(cfg.queues)}, cfg.queueFanout, dataplane.ReturnTable)}
+	d.loop = reconcile.New(d.apply)
+	d.source, err = newConfigSource(cfg, log, d.loop)
+	if err != nil {
+		queues.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// run serves until ctx ends, then withdraws, drains and stops.
+func (d *daemon) run(ctx context.Context) error {
+	runCtx, stopAll := context.WithCancel(context.Background())
+	defer stopAll()
+	g, gctx := errgroup.WithContext(runCtx)
+	g.Go(func() error { return d.engine.Serve(gctx, d.queues) })
+	g.Go(func() error { return d.loop.Run(gctx) })
+	g.Go(func() error { return d.source.Run(gctx) })
+	g.Go(func() error {
+		select {
+		case <-gctx.Done(): // something failed
+		case <-ctx.Done():
+			d.log.Info("stopping: withdrawing VIPs, then draining", "drain", d.cfg.drain)
+			d.drain(d.cfg.drain)
+			stopAll()
+		}
+		return nil
+	})
+	err := g.Wait()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// drain keeps carrying traffic for the drain period after the VIPs were
+// withdrawn, so the gateways move flows to other instances first.
+func (d *daemon) drain(period time.Duration) {
+	time.Sleep(period)
+}
+
+// apply is the reconcile loop's only action: program the dataplane.
+func (d *daemon) apply(_ context.Context, want reconcile.Desired) error {
+	res, err := d.prog.Apply(want.State, want.Gateways)
+	for _, p := range res.Problems {
+		d.log.Warn("configuration problem", "generation", res.Generation, "problem", p)
+	}
+	if err != nil {
+		d.log.Error("programming the dataplane failed; will retry", "generation", res.Generation, "err", err)
+		return err
+	}
+	if !want.Changed.IsZero() {
+		d.log.Info("dataplane programmed", "generation", res.Generation, "vips", len(res.VIPs),
+			"served_vips", len(res.ServedVIPs), "endpoints", res.Endpoints, "latency", time.Since(want.Changed))
+	}
+	return nil
+}
+
+// close removes what sllbrd programmed and releases the queues.
+func (d *daemon) close() {
+	if err := d.prog.Cleanup(); err != nil {
+		d.log.Error("cleanup", "err", err)
+	}
+	if err := d.queues.Close(); err != nil {
+		d.log.Error("closing queues", "err", err)
+	}
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sllbrd/sllbrd/dataplane/route"
+	"github.com/sllbrd/sllbrd/internal/reconcile"
+	"github.com/sllbrd/sllbrd/kube/manifest"
+	"github.com/sllbrd/sllbrd/model"
+)
+
+// configSource feeds the reconcile loop from manifests or the API server.
+type configSource struct {
+	log  *slog.Logger
+	loop *reconcile.Loop
+	run  func(ctx context.Context, emit func(manifest.Update)) error
+
+	mu      sync.Mutex
+	lastGen uint64
+	lastErr error
+}
+
+func newConfigSource(cfg *config, log *slog.Logger, loop *reconcile.Loop) (*configSource, error) {
+	s := &configSource{log: log, loop: loop}
+	switch {
+	case cfg.manifests != "":
+		fs := manifest.NewFileSource(cfg.manifests, cfg.gateway, manifest.WithLogger(log))
+		s.run = fs.Run
+	default:
+		return nil, errors.New("no configuration source: give --manifests (the API-server source is not built in yet)")
+	}
+	return s, nil
+}
+
+// Run follows the source until ctx ends.
+func (s *configSource) Run(ctx context.Context) error {
+	return s.run(ctx, s.emit)
+}
+
+func (s *configSource) emit(u manifest.Update) {
+	now := time.Now()
+	s.mu.Lock()
+	s.lastErr = u.Err
+	changed := u.State != nil && u.State.Generation != s.lastGen
+	if changed {
+		s.lastGen = u.State.Generation
+	}
+	s.mu.Unlock()
+	if u.Err != nil {
+		s.log.Error("configuration not usable; keeping the last good one", "err", u.Err)
+	}
+	for _, p := range u.Problems {
+		s.log.Warn("configuration problem", "problem", p.String())
+	}
+	if changed {
+		s.loop.SetState(u.State, now)
+		// Until BGP supplies learned gateways, the GatewayRouters are the
+		// return path's next hops.
+		s.loop.SetGateways(routerNexthops(u.State.Routers))
+	}
+}
+
+// Ready reports whether the source's latest content was usable.
+func (s *configSource) Ready() (bool, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lastErr != nil {
+		return false, fmt.Sprintf("configuration source: %v", s.lastErr)
+	}
+	return true, ""
+}
+
+// routerNexthops returns every GatewayRouter as a return-path next hop.
+func routerNexthops(routers []model.Router) []route.Nexthop {
+	var out []route.Nexthop
+	for _, r := range routers {
+		if r.Address.IsValid() && r.Interface != "" {
+			out = append(out, route.Nexthop{Addr: r.Address, Interface: r.Interface})
+		}
+	}
+	return out
+}
