@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/nftables"
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sllbrd/sllbrd/dataplane"
@@ -15,6 +16,7 @@ import (
 	"github.com/sllbrd/sllbrd/dataplane/nft"
 	"github.com/sllbrd/sllbrd/dataplane/route"
 	"github.com/sllbrd/sllbrd/dataplane/sysctl"
+	"github.com/sllbrd/sllbrd/internal/metrics"
 	"github.com/sllbrd/sllbrd/internal/reconcile"
 )
 
@@ -27,6 +29,9 @@ type daemon struct {
 	queues *nfqueue.Group
 	loop   *reconcile.Loop
 	source *configSource
+
+	registry *prometheus.Registry
+	applies  *metrics.Config
 }
 
 func run(ctx context.Context, cfg *config, log *slog.Logger) error {
@@ -78,12 +83,29 @@ func newDaemon(cfg *config, log *slog.Logger) (*daemon, error) {
 		prog: dataplane.NewProgrammer(engine, rules, routes,
 			nft.QueueRange{First: uint16(cfg.queueFirst), Count: uint16(cfg.queues)}, cfg.queueFanout, dataplane.ReturnTable)}
 	d.loop = reconcile.New(d.apply)
-	d.source, err = newConfigSource(cfg, log, d.loop)
+	d.applies = metrics.NewConfig()
+	d.source, err = newConfigSource(cfg, log, d.loop, d.applies)
 	if err != nil {
 		queues.Close()
 		return nil, err
 	}
+	d.registry = metrics.NewRegistry()
+	d.registry.MustRegister(metrics.NewEngineCollector(engine), metrics.NewNFQueueCollector(metrics.GroupQueues(queues)),
+		d.applies, metrics.ReadyGauge(d.ready))
 	return d, nil
+}
+
+// ready reports whether the latest configuration is programmed and every
+// part is working, with the reasons when not.
+func (d *daemon) ready() (bool, []string) {
+	var why []string
+	if ok, reason := d.source.Ready(); !ok {
+		why = append(why, reason)
+	}
+	if s := d.loop.Status(); !s.Ready() {
+		why = append(why, s.Reason())
+	}
+	return len(why) == 0, why
 }
 
 // run serves until ctx ends, then withdraws, drains and stops.
@@ -94,11 +116,12 @@ func (d *daemon) run(ctx context.Context) error {
 	g.Go(func() error { return d.engine.Serve(gctx, d.queues) })
 	g.Go(func() error { return d.loop.Run(gctx) })
 	g.Go(func() error { return d.source.Run(gctx) })
+	g.Go(func() error { return metrics.NewServer(d.cfg.metricsAddress, d.registry, d.ready, metrics.WithLogger(d.log)).Run(gctx) })
 	g.Go(func() error {
 		select {
 		case <-gctx.Done(): // something failed
 		case <-ctx.Done():
-			d.log.Info("stopping: withdrawing VIPs, then draining", "drain", d.cfg.drain)
+			d.log.Info("stopping: withdrawing VIPs, then draining", "drain", d.cfg.drain.String())
 			d.drain(d.cfg.drain)
 			stopAll()
 		}
@@ -120,6 +143,8 @@ func (d *daemon) drain(period time.Duration) {
 // apply is the reconcile loop's only action: program the dataplane.
 func (d *daemon) apply(_ context.Context, want reconcile.Desired) error {
 	res, err := d.prog.Apply(want.State, want.Gateways)
+	d.applies.ObserveApply(res.Generation, want.Changed, time.Now(), err)
+	d.source.setDataplaneProblems(len(res.Problems))
 	for _, p := range res.Problems {
 		d.log.Warn("configuration problem", "generation", res.Generation, "problem", p)
 	}
@@ -129,7 +154,7 @@ func (d *daemon) apply(_ context.Context, want reconcile.Desired) error {
 	}
 	if !want.Changed.IsZero() {
 		d.log.Info("dataplane programmed", "generation", res.Generation, "vips", len(res.VIPs),
-			"served_vips", len(res.ServedVIPs), "endpoints", res.Endpoints, "latency", time.Since(want.Changed))
+			"served_vips", len(res.ServedVIPs), "endpoints", res.Endpoints, "latency", time.Since(want.Changed).String())
 	}
 	return nil
 }

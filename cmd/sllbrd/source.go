@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
 	"github.com/sllbrd/sllbrd/dataplane/route"
+	"github.com/sllbrd/sllbrd/internal/metrics"
 	"github.com/sllbrd/sllbrd/internal/reconcile"
 	"github.com/sllbrd/sllbrd/kube/manifest"
 	"github.com/sllbrd/sllbrd/model"
@@ -16,17 +18,19 @@ import (
 
 // configSource feeds the reconcile loop from manifests or the API server.
 type configSource struct {
-	log  *slog.Logger
-	loop *reconcile.Loop
-	run  func(ctx context.Context, emit func(manifest.Update)) error
+	log     *slog.Logger
+	loop    *reconcile.Loop
+	metrics *metrics.Config
+	run     func(ctx context.Context, emit func(manifest.Update)) error
 
-	mu      sync.Mutex
-	lastGen uint64
-	lastErr error
+	mu       sync.Mutex
+	lastGen  uint64
+	lastErr  error
+	problems map[string]int // by object kind, plus "dataplane"
 }
 
-func newConfigSource(cfg *config, log *slog.Logger, loop *reconcile.Loop) (*configSource, error) {
-	s := &configSource{log: log, loop: loop}
+func newConfigSource(cfg *config, log *slog.Logger, loop *reconcile.Loop, m *metrics.Config) (*configSource, error) {
+	s := &configSource{log: log, loop: loop, metrics: m, problems: map[string]int{}}
 	switch {
 	case cfg.manifests != "":
 		fs := manifest.NewFileSource(cfg.manifests, cfg.gateway, manifest.WithLogger(log))
@@ -50,6 +54,13 @@ func (s *configSource) emit(u manifest.Update) {
 	if changed {
 		s.lastGen = u.State.Generation
 	}
+	dataplaneProblems := s.problems["dataplane"]
+	clear(s.problems)
+	s.problems["dataplane"] = dataplaneProblems
+	for _, p := range u.Problems {
+		s.problems[p.Kind]++
+	}
+	s.metrics.SetProblems(maps.Clone(s.problems))
 	s.mu.Unlock()
 	if u.Err != nil {
 		s.log.Error("configuration not usable; keeping the last good one", "err", u.Err)
@@ -63,6 +74,15 @@ func (s *configSource) emit(u manifest.Update) {
 		// return path's next hops.
 		s.loop.SetGateways(routerNexthops(u.State.Routers))
 	}
+}
+
+// setDataplaneProblems records how many parts of the configuration the
+// dataplane left out.
+func (s *configSource) setDataplaneProblems(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.problems["dataplane"] = n
+	s.metrics.SetProblems(maps.Clone(s.problems))
 }
 
 // Ready reports whether the source's latest content was usable.
