@@ -1,0 +1,59 @@
+// Command labresponder is the lab's per-target server process: it binds UDP
+// and TCP sockets on the given addresses (VIPs) and answers every datagram
+// and connection with the target's name and the client's address:port
+// (package responder). It prints "ready" on stdout once every socket is
+// bound, and exits on SIGTERM or SIGINT.
+//
+//	labresponder -name t1 -addr 20.0.0.1,2001:db8::1 -udp 80,5000-5010 -tcp 80,5000-5010
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/sllbrd/sllbrd/internal/lab/responder"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "labresponder:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	name := flag.String("name", "", "target name put in every reply")
+	addrs := flag.String("addr", "", "comma-separated addresses to serve on (the VIPs)")
+	udp := flag.String("udp", "", "UDP ports, e.g. 80,5000-5010")
+	tcp := flag.String("tcp", "", "TCP ports, e.g. 80,5000-5010")
+	flag.Parse()
+	cfg := responder.Config{Name: *name}
+	for _, s := range strings.Split(*addrs, ",") {
+		a, err := netip.ParseAddr(strings.TrimSpace(s))
+		if err != nil {
+			return fmt.Errorf("-addr: %w", err)
+		}
+		cfg.Addrs = append(cfg.Addrs, a)
+	}
+	var err error
+	if cfg.UDPPorts, err = responder.ParsePorts(*udp); err != nil {
+		return fmt.Errorf("-udp: %w", err)
+	}
+	if cfg.TCPPorts, err = responder.ParsePorts(*tcp); err != nil {
+		return fmt.Errorf("-tcp: %w", err)
+	}
+	srv, err := responder.Listen(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	fmt.Println("ready")
+	return srv.Serve(ctx)
+}

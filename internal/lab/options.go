@@ -1,0 +1,105 @@
+package lab
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// Logger receives progress messages; testing.TB satisfies it.
+type Logger interface {
+	Logf(format string, args ...any)
+}
+
+type discard struct{}
+
+func (discard) Logf(string, ...any) {}
+
+// Options describe the lab to build; zero values take the defaults.
+type Options struct {
+	LBs     int          // 1 or 2 (default 1)
+	Targets int          // 1..50 (default 3)
+	VIPs    []netip.Addr // default DefaultVIPs
+	// UDPPorts and TCPPorts are the ports the responders serve on every VIP
+	// (default DefaultPorts).
+	UDPPorts []uint16
+	TCPPorts []uint16
+	// BlastPort is the UDP port the packet blaster sends to; targets count
+	// and drop those packets before any socket sees them (default 6000).
+	BlastPort uint16
+	// ResponderBinary is the labresponder executable; empty builds it with
+	// `go build` into the lab's temporary directory.
+	ResponderBinary string
+	// NoResponders skips starting the responder processes.
+	NoResponders bool
+	// Detach leaves the lab's processes running when the creating process
+	// dies (labctl up -detach); by default they get SIGKILL then.
+	Detach bool
+	// RunID overrides the random run id (letters and digits, at most 8).
+	RunID  string
+	Logger Logger
+}
+
+// DefaultVIPs are the VIPs of the seed's examples.
+var DefaultVIPs = []netip.Addr{
+	netip.MustParseAddr("20.0.0.1"), netip.MustParseAddr("20.0.0.2"),
+	netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::2"),
+}
+
+// DefaultPorts are the ports the responders serve by default: 80 and 5000-5010.
+var DefaultPorts = []uint16{80, 5000, 5001, 5002, 5003, 5004, 5005, 5006, 5007, 5008, 5009, 5010}
+
+const (
+	maxTargets       = 50
+	defaultBlastPort = 6000
+)
+
+func (o Options) withDefaults() (Options, error) {
+	if o.LBs == 0 {
+		o.LBs = 1
+	}
+	if o.Targets == 0 {
+		o.Targets = 3
+	}
+	if o.LBs < 1 || o.LBs > 2 {
+		return o, fmt.Errorf("lab: LBs = %d, want 1 or 2", o.LBs)
+	}
+	if o.Targets < 1 || o.Targets > maxTargets {
+		return o, fmt.Errorf("lab: Targets = %d, want 1..%d", o.Targets, maxTargets)
+	}
+	if len(o.VIPs) == 0 {
+		o.VIPs = DefaultVIPs
+	}
+	for _, v := range o.VIPs {
+		if !v.IsValid() || v.Is4In6() {
+			return o, fmt.Errorf("lab: bad VIP %v", v)
+		}
+	}
+	if o.UDPPorts == nil {
+		o.UDPPorts = DefaultPorts
+	}
+	if o.TCPPorts == nil {
+		o.TCPPorts = DefaultPorts
+	}
+	if o.BlastPort == 0 {
+		o.BlastPort = defaultBlastPort
+	}
+	if o.Logger == nil {
+		o.Logger = discard{}
+	}
+	if o.RunID != "" && !validRunID(o.RunID) {
+		return o, fmt.Errorf("lab: run id %q: want 1-8 letters or digits", o.RunID)
+	}
+	return o, nil
+}
+
+func validRunID(s string) bool {
+	if len(s) == 0 || len(s) > 8 {
+		return false
+	}
+	for _, r := range s {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,129 @@
+package responder
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestParsePorts(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []uint16
+		wantErr bool
+	}{
+		{in: "80", want: []uint16{80}},
+		{in: "80,5000-5002", want: []uint16{80, 5000, 5001, 5002}},
+		{in: " 5001 , 5000-5001 ", want: []uint16{5001, 5000}},
+		{in: "", want: nil},
+		{in: "0", wantErr: true},
+		{in: "70000", wantErr: true},
+		{in: "10-5", wantErr: true},
+		{in: "a", wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := ParsePorts(tt.in)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("ParsePorts(%q) error = %v, wantErr %v", tt.in, err, tt.wantErr)
+			continue
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("ParsePorts(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestReplyRoundTrip(t *testing.T) {
+	for _, r := range []Reply{
+		{Target: "t1", Client: netip.MustParseAddrPort("10.100.0.2:40000"), Proto: "udp"},
+		{Target: "t3", Client: netip.MustParseAddrPort("[fd00:100::2]:1"), Proto: "tcp"},
+	} {
+		got, err := ParseReply(r.String())
+		if err != nil || got != r {
+			t.Errorf("ParseReply(%q) = %+v, %v; want %+v", r.String(), got, err, r)
+		}
+	}
+	for _, bad := range []string{"", "target=t1", "target=t1 client=x proto=udp", "a=1 b=2 c=3", "target= client=1.2.3.4:5 proto=udp"} {
+		if _, err := ParseReply(bad); err == nil {
+			t.Errorf("ParseReply(%q) succeeded, want error", bad)
+		}
+	}
+}
+
+// TestServeLoopback runs a real responder on 127.0.0.1 and ::1 and checks
+// that UDP and TCP clients get a reply naming the target and themselves.
+func TestServeLoopback(t *testing.T) {
+	addrs := []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}
+	udpPort, tcpPort := freePort(t, "udp"), freePort(t, "tcp")
+	s, err := Listen(Config{Name: "tx", Addrs: addrs, UDPPorts: []uint16{udpPort}, TCPPorts: []uint16{tcpPort}})
+	if err != nil {
+		t.Skipf("cannot bind loopback (no IPv6?): %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	for _, a := range addrs {
+		for _, proto := range []string{"udp", "tcp"} {
+			port := udpPort
+			if proto == "tcp" {
+				port = tcpPort
+			}
+			c, err := net.DialTimeout(proto, netip.AddrPortFrom(a, port).String(), time.Second)
+			if err != nil {
+				t.Fatalf("dial %s %s: %v", proto, a, err)
+			}
+			_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+			if _, err := c.Write([]byte("hi")); err != nil {
+				t.Fatalf("write: %v", err)
+			}
+			line, err := bufio.NewReader(c).ReadString('\n')
+			c.Close()
+			if err != nil {
+				t.Fatalf("%s %s read: %v", proto, a, err)
+			}
+			r, err := ParseReply(line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			local := netip.MustParseAddrPort(c.LocalAddr().String())
+			if r.Target != "tx" || r.Proto != proto || r.Client != local {
+				t.Errorf("%s %s: reply %+v, want target tx, client %s", proto, a, r, local)
+			}
+		}
+	}
+}
+
+func TestListenFailsOnForeignAddress(t *testing.T) {
+	_, err := Listen(Config{Name: "x", Addrs: []netip.Addr{netip.MustParseAddr("192.0.2.77")}, UDPPorts: []uint16{5000}})
+	if err == nil {
+		t.Fatal("Listen on a non-local address succeeded")
+	}
+}
+
+func freePort(t *testing.T, proto string) uint16 {
+	t.Helper()
+	if proto == "udp" {
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return uint16(c.LocalAddr().(*net.UDPAddr).Port)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return uint16(l.Addr().(*net.TCPAddr).Port)
+}
