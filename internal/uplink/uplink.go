@@ -1,0 +1,162 @@
+package uplink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sllbrd/sllbrd/bfd"
+	"github.com/sllbrd/sllbrd/bgp"
+	"github.com/sllbrd/sllbrd/dataplane/route"
+	"github.com/sllbrd/sllbrd/model"
+)
+
+// Damping of BFD-driven BGP recovery.
+const (
+	DampingWindow = 60 * time.Second
+	MaxUpDelay    = 30 * time.Second
+)
+
+// Speaker is what Uplink needs of the BGP speaker (*bgp.Speaker).
+type Speaker interface {
+	Apply(ctx context.Context, routers []model.Router) error
+	Announce(ctx context.Context, vips []netip.Addr) error
+	PeerDown(ctx context.Context, addr netip.Addr, reason string) error
+	PeerUp(ctx context.Context, addr netip.Addr) error
+	Shutdown(ctx context.Context, drain time.Duration) error
+	GatewayUpdates() <-chan bgp.Gateways
+}
+
+// Uplink owns the BGP speaker and the BFD server.
+type Uplink struct {
+	log        *slog.Logger
+	speaker    Speaker
+	bfd        *bfd.Server
+	onGateways func([]route.Nexthop)
+
+	ctx context.Context // set by Run; used by BFD event handling
+
+	act sync.Mutex // serialises coupling actions (taken before mu)
+
+	mu       sync.Mutex
+	routers  map[netip.Addr]model.Router
+	sessions map[netip.Addr]bfd.Key
+	bfdUp    map[netip.Addr]bool
+	damping  map[netip.Addr]*damper
+	bgpDown  map[netip.Addr]bool // BGP held down until BFD is up
+	waitBFD  bool
+	bgpGWs   bgp.Gateways
+}
+
+// New couples speaker with a new BFD server (built with bfdOpts).
+// onGateways receives every change of the return path's next hops.
+// waitForBFD must match the speaker's bgp.WithWaitForBFD: peers with BFD
+// start held down until their BFD session is up.
+func New(log *slog.Logger, speaker Speaker, waitForBFD bool, onGateways func([]route.Nexthop), bfdOpts ...bfd.Option) *Uplink {
+	u := &Uplink{log: log, speaker: speaker, waitBFD: waitForBFD, onGateways: onGateways,
+		routers: map[netip.Addr]model.Router{}, sessions: map[netip.Addr]bfd.Key{}, bfdUp: map[netip.Addr]bool{},
+		damping: map[netip.Addr]*damper{}, bgpDown: map[netip.Addr]bool{}}
+	u.bfd = bfd.NewServer(append([]bfd.Option{bfd.WithLogger(log), bfd.WithEventHandler(u.onBFD)}, bfdOpts...)...)
+	return u
+}
+
+// BFD returns the BFD server (for metrics).
+func (u *Uplink) BFD() *bfd.Server { return u.bfd }
+
+// Run runs BFD and follows the speaker's learned gateways until ctx ends.
+func (u *Uplink) Run(ctx context.Context) error {
+	u.mu.Lock()
+	u.ctx = ctx
+	u.mu.Unlock()
+	errc := make(chan error, 1)
+	go func() { errc <- u.bfd.Run(ctx) }()
+	for {
+		select {
+		case <-ctx.Done():
+			if err := <-errc; err != nil && !errors.Is(err, context.Canceled) {
+				return fmt.Errorf("bfd: %w", err)
+			}
+			return nil
+		case err := <-errc:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				return fmt.Errorf("bfd: %w", err)
+			}
+			<-ctx.Done()
+			return nil
+		case g := <-u.speaker.GatewayUpdates():
+			u.mu.Lock()
+			u.bgpGWs = g
+			u.mu.Unlock()
+			u.publish()
+		}
+	}
+}
+
+// Apply sets the GatewayRouters: BGP peers and BFD sessions are added,
+// changed or removed; unchanged ones are not touched.
+func (u *Uplink) Apply(ctx context.Context, routers []model.Router) error {
+	u.mu.Lock()
+	next := make(map[netip.Addr]model.Router, len(routers))
+	for _, r := range routers {
+		next[r.Address] = r
+		if _, known := u.routers[r.Address]; !known && u.waitBFD && r.BGP != nil && r.BFD.Enabled {
+			u.bgpDown[r.Address] = true // the speaker starts it disabled
+		}
+	}
+	for addr := range u.bgpDown {
+		if _, ok := next[addr]; !ok {
+			delete(u.bgpDown, addr)
+		}
+	}
+	u.routers = next
+	errs := u.syncBFDLocked()
+	u.mu.Unlock()
+	errs = append(errs, u.speaker.Apply(ctx, routers))
+	u.publish()
+	return errors.Join(errs...)
+}
+
+// Announce sets the VIPs to advertise.
+func (u *Uplink) Announce(ctx context.Context, vips []netip.Addr) error {
+	return u.speaker.Announce(ctx, vips)
+}
+
+// Shutdown withdraws the VIPs, waits drain while traffic still flows, stops
+// BGP, then tells the BFD peers we go administratively down.
+func (u *Uplink) Shutdown(ctx context.Context, drain time.Duration) error {
+	err := u.speaker.Shutdown(ctx, drain)
+	return errors.Join(err, u.bfd.Shutdown(ctx))
+}
+
+// publish hands the current next hops to the callback.
+func (u *Uplink) publish() {
+	u.mu.Lock()
+	hops := nexthops(u.routers, u.bfdUp, u.bgpGWs)
+	u.mu.Unlock()
+	u.onGateways(hops)
+}
+
+// nexthops are the BGP gateways with a default route plus the static
+// routers that are up, sorted, each once.
+func nexthops(routers map[netip.Addr]model.Router, bfdUp map[netip.Addr]bool, learned bgp.Gateways) []route.Nexthop {
+	var out []route.Nexthop
+	for _, g := range append(slices.Clone(learned.IPv4), learned.IPv6...) {
+		hop := g.NextHop
+		if !hop.IsValid() || hop.IsUnspecified() {
+			hop = g.Peer
+		}
+		out = append(out, route.Nexthop{Addr: hop, Interface: g.Interface})
+	}
+	for addr, r := range routers {
+		if r.BGP == nil && (!r.BFD.Enabled || bfdUp[addr]) {
+			out = append(out, route.Nexthop{Addr: addr, Interface: r.Interface})
+		}
+	}
+	slices.SortFunc(out, func(a, b route.Nexthop) int { return a.Addr.Compare(b.Addr) })
+	return slices.CompactFunc(out, func(a, b route.Nexthop) bool { return a == b })
+}

@@ -1,0 +1,204 @@
+package uplink
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sllbrd/sllbrd/bfd"
+	"github.com/sllbrd/sllbrd/bgp"
+	"github.com/sllbrd/sllbrd/dataplane/route"
+	"github.com/sllbrd/sllbrd/model"
+)
+
+type fakeSpeaker struct {
+	mu    sync.Mutex
+	calls []string
+	gws   chan bgp.Gateways
+}
+
+func (f *fakeSpeaker) record(s string) {
+	f.mu.Lock()
+	f.calls = append(f.calls, s)
+	f.mu.Unlock()
+}
+
+func (f *fakeSpeaker) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+func (f *fakeSpeaker) Apply(context.Context, []model.Router) error { return nil }
+func (f *fakeSpeaker) Announce(context.Context, []netip.Addr) error { return nil }
+func (f *fakeSpeaker) PeerDown(_ context.Context, a netip.Addr, _ string) error {
+	f.record("down " + a.String())
+	return nil
+}
+func (f *fakeSpeaker) PeerUp(_ context.Context, a netip.Addr) error {
+	f.record("up " + a.String())
+	return nil
+}
+func (f *fakeSpeaker) Shutdown(context.Context, time.Duration) error { return nil }
+func (f *fakeSpeaker) GatewayUpdates() <-chan bgp.Gateways          { return f.gws }
+
+var (
+	bgpGW    = netip.MustParseAddr("169.254.100.150")
+	staticGW = netip.MustParseAddr("169.254.100.151")
+	plainGW  = netip.MustParseAddr("169.254.100.152")
+)
+
+func routers() []model.Router {
+	bfdOn := model.BFD{Enabled: true, MinTx: 300 * time.Millisecond, MinRx: 300 * time.Millisecond, Multiplier: 3}
+	return []model.Router{
+		{Name: "bgp", Address: bgpGW, Interface: "vlan-100", BGP: &model.BGP{LocalASN: 8103, RemoteASN: 4248829953}, BFD: bfdOn},
+		{Name: "static", Address: staticGW, Interface: "vlan-100", BFD: bfdOn},
+		{Name: "plain", Address: plainGW, Interface: "vlan-100"},
+	}
+}
+
+type harness struct {
+	u    *Uplink
+	sp   *fakeSpeaker
+	mu   sync.Mutex
+	hops []route.Nexthop
+}
+
+func newHarness(t *testing.T, waitBFD bool) *harness {
+	h := &harness{sp: &fakeSpeaker{gws: make(chan bgp.Gateways, 1)}}
+	h.u = New(slog.New(slog.NewTextHandler(io.Discard, nil)), h.sp, waitBFD, func(n []route.Nexthop) {
+		h.mu.Lock()
+		h.hops = n
+		h.mu.Unlock()
+	})
+	h.u.ctx = context.Background()
+	if err := h.u.Apply(context.Background(), routers()); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func (h *harness) nexthops() []netip.Addr {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []netip.Addr
+	for _, n := range h.hops {
+		out = append(out, n.Addr)
+	}
+	return out
+}
+
+func (h *harness) bfd(addr netip.Addr, from, to bfd.State, peerAdminDown bool) {
+	h.u.onBFD(bfd.Event{Key: bfd.Key{Peer: addr, Interface: "vlan-100"},
+		Transition: bfd.Transition{Old: from, New: to, PeerAdminDown: peerAdminDown}})
+}
+
+func eventually(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 2 s")
+		}
+	}
+}
+
+func TestStaticGatewayFollowsBFD(t *testing.T) {
+	h := newHarness(t, false)
+	if got := h.nexthops(); !slices.Equal(got, []netip.Addr{plainGW}) {
+		t.Fatalf("before BFD: next hops %v, want only the router without BFD", got)
+	}
+	h.bfd(staticGW, bfd.StateDown, bfd.StateUp, false)
+	if got := h.nexthops(); !slices.Contains(got, staticGW) {
+		t.Fatalf("BFD up: %v lacks %v", got, staticGW)
+	}
+	h.bfd(staticGW, bfd.StateUp, bfd.StateDown, false)
+	if got := h.nexthops(); slices.Contains(got, staticGW) {
+		t.Fatalf("BFD down: %v still has %v", got, staticGW)
+	}
+}
+
+func TestBFDDownTakesBGPDownAndUpBringsItBack(t *testing.T) {
+	h := newHarness(t, false)
+	h.bfd(bgpGW, bfd.StateDown, bfd.StateUp, false) // first Up: BGP was never taken down
+	if c := h.sp.Calls(); len(c) != 0 {
+		t.Fatalf("first BFD up touched BGP: %v", c)
+	}
+	h.bfd(bgpGW, bfd.StateUp, bfd.StateDown, false)
+	h.bfd(bgpGW, bfd.StateDown, bfd.StateUp, false)
+	want := []string{"down " + bgpGW.String(), "up " + bgpGW.String()}
+	eventually(t, func() bool { return slices.Equal(h.sp.Calls(), want) })
+}
+
+func TestPeerAdminDownIsNotAFailure(t *testing.T) {
+	h := newHarness(t, false)
+	h.bfd(bgpGW, bfd.StateDown, bfd.StateUp, false)
+	h.bfd(staticGW, bfd.StateDown, bfd.StateUp, false)
+	h.bfd(bgpGW, bfd.StateUp, bfd.StateDown, true)
+	h.bfd(staticGW, bfd.StateUp, bfd.StateDown, true)
+	if c := h.sp.Calls(); len(c) != 0 {
+		t.Fatalf("peer AdminDown acted on as a failure: %v", c)
+	}
+	if got := h.nexthops(); !slices.Contains(got, staticGW) {
+		t.Fatalf("static gateway dropped on peer AdminDown: %v", got)
+	}
+}
+
+func TestWaitForBFD(t *testing.T) {
+	h := newHarness(t, true)
+	h.bfd(bgpGW, bfd.StateDown, bfd.StateUp, false)
+	eventually(t, func() bool { return slices.Equal(h.sp.Calls(), []string{"up " + bgpGW.String()}) })
+}
+
+func TestLearnedGatewaysJoinTheReturnPath(t *testing.T) {
+	h := newHarness(t, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.u.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	v6 := netip.MustParseAddr("fe80::1%vlan-100")
+	h.sp.gws <- bgp.Gateways{IPv4: []bgp.Gateway{{Peer: bgpGW, NextHop: bgpGW, Interface: "vlan-100"}},
+		IPv6: []bgp.Gateway{{Peer: netip.MustParseAddr("fd00::150"), NextHop: v6, Interface: "vlan-100"}}}
+	eventually(t, func() bool {
+		got := h.nexthops()
+		return slices.Contains(got, bgpGW) && slices.Contains(got, v6) && slices.Contains(got, plainGW)
+	})
+}
+
+func TestDamping(t *testing.T) {
+	var d damper
+	now := time.Unix(1000, 0)
+	for i, want := range []time.Duration{0, time.Second, 2 * time.Second, 4 * time.Second} {
+		d.failed(now)
+		if got := d.upDelay(now); got != want {
+			t.Errorf("failure %d: delay %v, want %v", i+1, got, want)
+		}
+		now = now.Add(time.Second)
+	}
+	for range 10 {
+		d.failed(now)
+	}
+	if got := d.upDelay(now); got != MaxUpDelay {
+		t.Errorf("many failures: %v, want the cap %v", got, MaxUpDelay)
+	}
+	if got := d.upDelay(now.Add(DampingWindow)); got != 0 {
+		t.Errorf("after a quiet window: %v, want 0", got)
+	}
+}
+
+func TestApplyManagesBFDSessions(t *testing.T) {
+	h := newHarness(t, false)
+	if n := len(h.u.BFD().AllStats()); n != 2 {
+		t.Fatalf("%d BFD sessions, want 2 (the routers with BFD)", n)
+	}
+	if err := h.u.Apply(context.Background(), routers()[2:]); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.u.BFD().AllStats()); n != 0 {
+		t.Fatalf("%d BFD sessions after removing their routers", n)
+	}
+}
