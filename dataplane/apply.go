@@ -57,7 +57,9 @@ type Applied struct {
 // Apply programs st with gateways as the return path's next hops. On error
 // the kernel may be partly updated (every step applies what it can); calling
 // Apply again converges. The plan is committed whenever the routes it needs
-// were attempted, so the hot path never lags the kernel.
+// were attempted, so the hot path never lags the kernel. Applied is filled
+// in on error too; the caller decides what to announce then (sllbrd keeps
+// announcing only VIPs it already announced).
 func (p *Programmer) Apply(st *model.State, gateways []route.Nexthop) (Applied, error) {
 	plan, err := p.engine.Build(st)
 	if err != nil {
@@ -74,11 +76,7 @@ func (p *Programmer) Apply(st *model.State, gateways []route.Nexthop) (Applied, 
 	routeErr := p.routes.Reconcile(endpoints, paths)
 	p.engine.Commit(plan)
 	ruleErr := p.rules.Program(nft.Config{VIPs: plan.VIPs, Queues: p.queues, Fanout: p.fanout})
-	if err := errors.Join(wrap("policy routes", routeErr), wrap("nftables", ruleErr)); err != nil {
-		applied.ServedVIPs = nil // do not attract traffic we may not carry
-		return applied, err
-	}
-	return applied, nil
+	return applied, errors.Join(wrap("policy routes", routeErr), wrap("nftables", ruleErr))
 }
 
 // Cleanup removes the rules; the caller removes routes with an empty Reconcile.

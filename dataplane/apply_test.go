@@ -88,12 +88,15 @@ func TestApplyServesOnlyVIPsWithReadyEndpoints(t *testing.T) {
 	}
 }
 
-func TestApplyKernelErrorWithholdsAnnouncement(t *testing.T) {
+func TestApplyKernelErrorIsReported(t *testing.T) {
 	p, k := programmer()
 	k.routeErr = errors.New("netlink: no such device")
 	got, err := p.Apply(withNetwork(testState()), nil)
-	if err == nil || len(got.ServedVIPs) != 0 {
-		t.Fatalf("err %v, served %v: a failed apply must report and announce nothing", err, got.ServedVIPs)
+	if err == nil || got.Generation != 1 {
+		t.Fatalf("err %v, applied %+v: a failed apply must be reported", err, got)
+	}
+	if !slices.Equal(k.calls, []string{"routes@0", "rules@1"}) {
+		t.Errorf("a route failure stopped the other steps: %v", k.calls)
 	}
 	if p.engine.Generation() != 1 {
 		t.Errorf("plan not committed after a partial route failure")

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"github.com/google/nftables"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sllbrd/sllbrd/bgp"
 	"github.com/sllbrd/sllbrd/dataplane"
 	"github.com/sllbrd/sllbrd/dataplane/nfqueue"
 	"github.com/sllbrd/sllbrd/dataplane/nft"
@@ -18,6 +20,7 @@ import (
 	"github.com/sllbrd/sllbrd/dataplane/sysctl"
 	"github.com/sllbrd/sllbrd/internal/metrics"
 	"github.com/sllbrd/sllbrd/internal/reconcile"
+	"github.com/sllbrd/sllbrd/internal/uplink"
 )
 
 // daemon holds what run starts; fields are set once in newDaemon.
@@ -32,11 +35,19 @@ type daemon struct {
 
 	registry *prometheus.Registry
 	applies  *metrics.Config
+
+	uplink    *uplink.Uplink
+	speaker   *bgp.Speaker
+	announced []netip.Addr // VIPs last announced (apply goroutine only)
 }
 
 func run(ctx context.Context, cfg *config, log *slog.Logger) error {
 	d, err := newDaemon(cfg, log)
 	if err != nil {
+		return err
+	}
+	if err := d.startRouting(ctx); err != nil {
+		d.close()
 		return err
 	}
 	defer d.close()
@@ -84,7 +95,7 @@ func newDaemon(cfg *config, log *slog.Logger) (*daemon, error) {
 			nft.QueueRange{First: uint16(cfg.queueFirst), Count: uint16(cfg.queues)}, cfg.queueFanout, dataplane.ReturnTable)}
 	d.loop = reconcile.New(d.apply)
 	d.applies = metrics.NewConfig()
-	d.source, err = newConfigSource(cfg, log, d.loop, d.applies)
+	d.source, err = newConfigSource(cfg, log, d.loop, d.applies, d.applyRouters)
 	if err != nil {
 		queues.Close()
 		return nil, err
@@ -116,13 +127,18 @@ func (d *daemon) run(ctx context.Context) error {
 	g.Go(func() error { return d.engine.Serve(gctx, d.queues) })
 	g.Go(func() error { return d.loop.Run(gctx) })
 	g.Go(func() error { return d.source.Run(gctx) })
+	g.Go(func() error { return d.uplink.Run(gctx) })
 	g.Go(func() error { return metrics.NewServer(d.cfg.metricsAddress, d.registry, d.ready, metrics.WithLogger(d.log)).Run(gctx) })
 	g.Go(func() error {
 		select {
 		case <-gctx.Done(): // something failed
 		case <-ctx.Done():
 			d.log.Info("stopping: withdrawing VIPs, then draining", "drain", d.cfg.drain.String())
-			d.drain(d.cfg.drain)
+			shutdownCtx, cancel := context.WithTimeout(context.Background(), d.cfg.drain+10*time.Second)
+			if err := d.uplink.Shutdown(shutdownCtx, d.cfg.drain); err != nil {
+				d.log.Error("withdrawing and draining", "err", err)
+			}
+			cancel()
 			stopAll()
 		}
 		return nil
@@ -134,12 +150,6 @@ func (d *daemon) run(ctx context.Context) error {
 	return err
 }
 
-// drain keeps carrying traffic for the drain period after the VIPs were
-// withdrawn, so the gateways move flows to other instances first.
-func (d *daemon) drain(period time.Duration) {
-	time.Sleep(period)
-}
-
 // apply is the reconcile loop's only action: program the dataplane.
 func (d *daemon) apply(_ context.Context, want reconcile.Desired) error {
 	res, err := d.prog.Apply(want.State, want.Gateways)
@@ -148,6 +158,7 @@ func (d *daemon) apply(_ context.Context, want reconcile.Desired) error {
 	for _, p := range res.Problems {
 		d.log.Warn("configuration problem", "generation", res.Generation, "problem", p)
 	}
+	d.announce(res.ServedVIPs, err != nil)
 	if err != nil {
 		d.log.Error("programming the dataplane failed; will retry", "generation", res.Generation, "err", err)
 		return err

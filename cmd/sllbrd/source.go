@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sllbrd/sllbrd/dataplane/route"
 	"github.com/sllbrd/sllbrd/internal/metrics"
 	"github.com/sllbrd/sllbrd/internal/reconcile"
 	"github.com/sllbrd/sllbrd/kube/manifest"
@@ -22,6 +21,8 @@ type configSource struct {
 	loop    *reconcile.Loop
 	metrics *metrics.Config
 	run     func(ctx context.Context, emit func(manifest.Update)) error
+	routers func(ctx context.Context, routers []model.Router)
+	ctx     context.Context
 
 	mu       sync.Mutex
 	lastGen  uint64
@@ -29,8 +30,9 @@ type configSource struct {
 	problems map[string]int // by object kind, plus "dataplane"
 }
 
-func newConfigSource(cfg *config, log *slog.Logger, loop *reconcile.Loop, m *metrics.Config) (*configSource, error) {
-	s := &configSource{log: log, loop: loop, metrics: m, problems: map[string]int{}}
+func newConfigSource(cfg *config, log *slog.Logger, loop *reconcile.Loop, m *metrics.Config,
+	routers func(context.Context, []model.Router)) (*configSource, error) {
+	s := &configSource{log: log, loop: loop, metrics: m, routers: routers, problems: map[string]int{}}
 	switch {
 	case cfg.manifests != "":
 		fs := manifest.NewFileSource(cfg.manifests, cfg.gateway, manifest.WithLogger(log))
@@ -43,6 +45,7 @@ func newConfigSource(cfg *config, log *slog.Logger, loop *reconcile.Loop, m *met
 
 // Run follows the source until ctx ends.
 func (s *configSource) Run(ctx context.Context) error {
+	s.ctx = ctx
 	return s.run(ctx, s.emit)
 }
 
@@ -70,9 +73,7 @@ func (s *configSource) emit(u manifest.Update) {
 	}
 	if changed {
 		s.loop.SetState(u.State, now)
-		// Until BGP supplies learned gateways, the GatewayRouters are the
-		// return path's next hops.
-		s.loop.SetGateways(routerNexthops(u.State.Routers))
+		s.routers(s.ctx, u.State.Routers)
 	}
 }
 
@@ -93,15 +94,4 @@ func (s *configSource) Ready() (bool, string) {
 		return false, fmt.Sprintf("configuration source: %v", s.lastErr)
 	}
 	return true, ""
-}
-
-// routerNexthops returns every GatewayRouter as a return-path next hop.
-func routerNexthops(routers []model.Router) []route.Nexthop {
-	var out []route.Nexthop
-	for _, r := range routers {
-		if r.Address.IsValid() && r.Interface != "" {
-			out = append(out, route.Nexthop{Addr: r.Address, Interface: r.Interface})
-		}
-	}
-	return out
 }

@@ -68,3 +68,22 @@ func (l *Lab) viaTargets(vip netip.Addr, ecmp bool) []string {
 	}
 	return args
 }
+
+// RouteVIPsVia makes the gateway route every VIP via the given LBs (numbers
+// from 1; ECMP when several), replacing earlier VIP routes there. Tests use
+// it instead of BGP, or to steer the same flows through another LB.
+func (l *Lab) RouteVIPsVia(ctx context.Context, lbs ...int) error {
+	for _, vip := range l.opts.VIPs {
+		args := []string{family(vip), "route", "replace", netip.PrefixFrom(vip, vip.BitLen()).String()}
+		for _, i := range lbs {
+			if len(lbs) > 1 {
+				args = append(args, "nexthop")
+			}
+			args = append(args, "via", LBGatewaySide(i).For(vip).String(), "dev", GatewayLink)
+		}
+		if err := ip(ctx, l.NS(GatewayNode), args...); err != nil {
+			return fmt.Errorf("route VIPs via LBs %v: %w", lbs, err)
+		}
+	}
+	return nil
+}

@@ -34,6 +34,9 @@ type FlowOptions struct {
 	Timeout     time.Duration // per attempt (default 1 s)
 	Attempts    int           // UDP tries per flow (default 3)
 	Parallel    int           // flows in flight (default 16)
+	// Payload is each request's content (default "hello\n"); UDP payloads
+	// larger than the path MTU leave the client as IP fragments.
+	Payload []byte
 }
 
 const maxFlows = 10000
@@ -65,6 +68,9 @@ func (o FlowOptions) withDefaults() (FlowOptions, error) {
 	}
 	if o.Parallel <= 0 {
 		o.Parallel = 16
+	}
+	if len(o.Payload) == 0 {
+		o.Payload = []byte("hello\n")
 	}
 	o.Parallel = min(o.Parallel, o.Count)
 	return o, nil
@@ -162,7 +168,7 @@ func udpFlow(ctx context.Context, o FlowOptions, src, dst netip.AddrPort) (Flow,
 			return f, "", c, ctx.Err()
 		}
 		_ = c.SetDeadline(time.Now().Add(o.Timeout))
-		if _, err := c.Write([]byte("hello\n")); err != nil {
+		if _, err := c.Write(o.Payload); err != nil {
 			lastErr = err
 			continue
 		}
@@ -188,7 +194,7 @@ func tcpFlow(ctx context.Context, o FlowOptions, src, dst netip.AddrPort) (Flow,
 	_ = c.SetLinger(0) // close with RST: no TIME_WAIT, fixed source ports can repeat
 	f.Src = unmapped(c.LocalAddr().(*net.TCPAddr).AddrPort())
 	_ = c.SetDeadline(time.Now().Add(o.Timeout))
-	if _, err := c.Write([]byte("hello\n")); err != nil {
+	if _, err := c.Write(o.Payload); err != nil {
 		return f, "", c, fmt.Errorf("%s: %w", f, err)
 	}
 	reply, err := io.ReadAll(io.LimitReader(c, 512)) // the server half-closes after its reply

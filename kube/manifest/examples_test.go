@@ -21,7 +21,7 @@ func TestDeployExamples(t *testing.T) {
 		!slices.Equal(s.Gateway.Networks, []model.Network{{Name: "macvlan-nad-1", Interface: "net1"}}) {
 		t.Errorf("gateway = %+v", s.Gateway)
 	}
-	wantVIPs := []netip.Addr{netip.MustParseAddr("20.0.0.1"), netip.MustParseAddr("2000::1")}
+	wantVIPs := []netip.Addr{netip.MustParseAddr("20.0.0.1"), netip.MustParseAddr("2001:db8::1")}
 	if got := s.VIPs(); !slices.Equal(got, wantVIPs) {
 		t.Errorf("VIPs = %v, want %v", got, wantVIPs)
 	}
@@ -36,17 +36,20 @@ func TestDeployExamples(t *testing.T) {
 	if len(s.Services) != 1 || s.Services[0].Name != "service-a" || s.Services[0].MaxEndpoints != 32 {
 		t.Fatalf("services = %+v", s.Services)
 	}
-	var ready []int
+	// Three dual-stack targets: identifiers 0, 1, 2 for both families; the
+	// IPv6 address of the third is not ready.
+	var ready []string
 	for i, ep := range s.Services[0].Endpoints {
-		if ep.ID != i {
-			t.Errorf("endpoint %d has identifier %d", i, ep.ID)
+		if ep.ID != i/2 || ep.Addr.Is4() != (i%2 == 0) {
+			t.Errorf("endpoint %d: %+v", i, ep)
 		}
 		if ep.Ready {
-			ready = append(ready, ep.ID)
+			ready = append(ready, ep.Addr.String())
 		}
 	}
-	if len(s.Services[0].Endpoints) != 6 || !slices.Equal(ready, []int{0, 1, 2, 3, 4}) {
-		t.Errorf("endpoints = %+v, want 6 with 0..4 ready", s.Services[0].Endpoints)
+	wantReady := []string{"169.111.100.11", "fd00:111::11", "169.111.100.12", "fd00:111::12", "169.111.100.13"}
+	if len(s.Services[0].Endpoints) != 6 || !slices.Equal(ready, wantReady) {
+		t.Errorf("endpoints = %+v, want 6 with %v ready", s.Services[0].Endpoints, wantReady)
 	}
 	if len(s.Routers) != 2 {
 		t.Fatalf("routers = %+v", s.Routers)
@@ -58,7 +61,7 @@ func TestDeployExamples(t *testing.T) {
 		r.Interface != "vlan-100" || r.BGP == nil || *r.BGP != wantBGP || r.BFD != wantBFD {
 		t.Errorf("router %+v (BGP %+v)", r, r.BGP)
 	}
-	if s.Routers[1].Address != netip.MustParseAddr("fd00:169:254:100::150") {
+	if s.Routers[1].Address != netip.MustParseAddr("fd00:169::150") {
 		t.Errorf("IPv6 router %+v", s.Routers[1])
 	}
 }

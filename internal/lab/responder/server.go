@@ -96,7 +96,7 @@ func (s *Server) Close() {
 }
 
 func (s *Server) serveUDP(c *net.UDPConn) error {
-	buf := make([]byte, 2048)
+	buf := make([]byte, 65535) // whole datagrams: fragmented ones arrive reassembled
 	for {
 		_, from, err := c.ReadFromUDPAddrPort(buf)
 		if errors.Is(err, net.ErrClosed) {
