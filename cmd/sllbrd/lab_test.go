@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/sllbrd/sllbrd/internal/e2e"
+	"github.com/sllbrd/sllbrd/internal/lab"
+)
+
+// sllbrdBinary is built once per test run by labSetup.
+var sllbrdBinary string
+
+var (
+	vip4 = netip.MustParseAddr("20.0.0.1")
+	vip6 = netip.MustParseAddr("2001:db8::1")
+)
+
+// labSetup skips unless root, builds sllbrd once, and returns a new lab
+// with lbs LB namespaces and three targets, cleaned up with the test.
+func labSetup(t *testing.T, lbs int) *lab.Lab {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("lab tests skipped with -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("lab tests need root (network namespaces)")
+	}
+	if sllbrdBinary == "" {
+		root, err := e2e.ModuleRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir, err := os.MkdirTemp("", "sllbrd-bin-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sllbrdBinary, err = e2e.Build(context.Background(), root, dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l, err := lab.New(ctx, lab.Options{LBs: lbs, Targets: 3, Logger: t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Errorf("lab cleanup: %v", err)
+		}
+	})
+	return l
+}
+
+// startSllbrd writes the manifests, starts sllbrd in each given LB, routes
+// the VIPs from the gateway via the first one and waits until all are
+// programmed.
+func startSllbrd(t *testing.T, l *lab.Lab, services []e2e.Service, routes []e2e.Route, lbs ...int) (dir string, insts []*e2e.Instance) {
+	t.Helper()
+	dir = t.TempDir()
+	if err := e2e.WriteManifests(dir, services, routes); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, n := range lbs {
+		inst, err := e2e.Start(l, lab.LBName(n), sllbrdBinary, dir, "--queues", "2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { logTail(t, inst) })
+		if err := inst.WaitProgrammed(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		insts = append(insts, inst)
+	}
+	if err := l.RouteVIPsVia(ctx, lbs[0]); err != nil {
+		t.Fatal(err)
+	}
+	return dir, insts
+}
+
+func logTail(t *testing.T, inst *e2e.Instance) {
+	if !t.Failed() {
+		return
+	}
+	b, _ := os.ReadFile(inst.Proc.LogPath)
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	t.Logf("sllbrd in %s, last log lines:\n%s", inst.Node, b)
+}
+
+// flows runs count flows with fixed source ports and fails the test unless
+// every one got an answer.
+func flows(t *testing.T, l *lab.Lab, o lab.FlowOptions) map[lab.Flow]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if o.SrcPortBase == 0 {
+		o.SrcPortBase = 20000
+	}
+	got, err := l.Flows(ctx, o)
+	if err != nil {
+		t.Fatalf("%s flows to %v port %d: %v", o.Proto, o.VIP, o.Port, err)
+	}
+	return got
+}
+
+var allTargets = []e2e.Service{{Name: "service-a", Targets: []int{1, 2, 3}}}
+
+var webRoute = []e2e.Route{{Name: "all", Service: "service-a", Priority: 10,
+	Fields: `protocols: [TCP, UDP], destinationPorts: ["80", "5000-5010"]`}}
+
+// waitGeneration waits until inst has programmed generation gen.
+func waitGeneration(t *testing.T, inst *e2e.Instance, gen uint64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := inst.WaitProgrammed(ctx, gen); err != nil {
+		t.Fatal(err)
+	}
+}
