@@ -61,8 +61,21 @@ func labSetup(t *testing.T, lbs int) *lab.Lab {
 // programmed.
 func startSllbrd(t *testing.T, l *lab.Lab, services []e2e.Service, routes []e2e.Route, lbs ...int) (dir string, insts []*e2e.Instance) {
 	t.Helper()
+	dir, insts = startInstances(t, l, e2e.Config{Services: services, Routes: routes}, lbs...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := l.RouteVIPsVia(ctx, lbs[0]); err != nil {
+		t.Fatal(err)
+	}
+	return dir, insts
+}
+
+// startInstances writes cfg and starts sllbrd in each given LB, waiting
+// until all have programmed it.
+func startInstances(t *testing.T, l *lab.Lab, cfg e2e.Config, lbs ...int) (dir string, insts []*e2e.Instance) {
+	t.Helper()
 	dir = t.TempDir()
-	if err := e2e.WriteManifests(dir, services, routes); err != nil {
+	if err := e2e.Write(dir, cfg); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -77,9 +90,6 @@ func startSllbrd(t *testing.T, l *lab.Lab, services []e2e.Service, routes []e2e.
 			t.Fatal(err)
 		}
 		insts = append(insts, inst)
-	}
-	if err := l.RouteVIPsVia(ctx, lbs[0]); err != nil {
-		t.Fatal(err)
 	}
 	return dir, insts
 }

@@ -23,6 +23,13 @@ type BIRDConfig struct {
 	HoldTime  time.Duration // default 24 s (as in the seed's GatewayRouter)
 	Interface string        // for BFD (default vlan-100)
 	BFD       *BFDConfig    // nil: no BFD
+	// BFDNeighbors get a BFD session without BGP (static gateways).
+	BFDNeighbors []netip.Addr
+	// ErrorWait is BIRD's BGP "error wait time" (min, max): how long a
+	// session stays idle after an error such as BFD down. BIRD's default,
+	// 60 s to 300 s, bounds recovery after every link failure; the lab uses
+	// 1 s to 10 s.
+	ErrorWait [2]time.Duration
 }
 
 // BFDConfig are BFD timers (the seed: 300 ms x 5).
@@ -59,6 +66,9 @@ func (c BIRDConfig) withDefaults() BIRDConfig {
 	if c.Interface == "" {
 		c.Interface = GatewayLink
 	}
+	if c.ErrorWait[0] <= 0 {
+		c.ErrorWait = [2]time.Duration{time.Second, 10 * time.Second}
+	}
 	return c
 }
 
@@ -74,8 +84,12 @@ func (c BIRDConfig) Render() string {
 		fmt.Fprintf(&b, "protocol static default_%[1]s {\n\t%[1]s;\n\troute %[2]s blackhole;\n}\n\n", fam.name, fam.def)
 	}
 	if c.BFD != nil {
-		fmt.Fprintf(&b, "protocol bfd {\n\tinterface %q {\n\t\tmin rx interval %d ms;\n\t\tmin tx interval %d ms;\n\t\tmultiplier %d;\n\t};\n}\n\n",
+		fmt.Fprintf(&b, "protocol bfd {\n\tinterface %q {\n\t\tmin rx interval %d ms;\n\t\tmin tx interval %d ms;\n\t\tmultiplier %d;\n\t};\n",
 			c.Interface, c.BFD.MinRx.Milliseconds(), c.BFD.MinTx.Milliseconds(), c.BFD.Multiplier)
+		for _, n := range c.BFDNeighbors {
+			fmt.Fprintf(&b, "\tneighbor %s dev %q;\n", n, c.Interface)
+		}
+		b.WriteString("}\n\n")
 	}
 	for _, n := range c.Neighbors {
 		c.renderNeighbor(&b, n)
@@ -90,7 +104,8 @@ func (c BIRDConfig) renderNeighbor(b *strings.Builder, n netip.Addr) {
 	}
 	fmt.Fprintf(b, "protocol bgp %s {\n", BIRDProtocolName(n))
 	fmt.Fprintf(b, "\tlocal port %d as %d;\n\tneighbor %s port %d as %d;\n", c.Port, c.LocalAS, n, c.Port, c.PeerAS)
-	fmt.Fprintf(b, "\tdirect;\n\thold time %d;\n\tgraceful restart off;\n", int(c.HoldTime.Seconds()))
+	fmt.Fprintf(b, "\tdirect;\n\thold time %d;\n\tgraceful restart off;\n\terror wait time %d, %d;\n",
+		int(c.HoldTime.Seconds()), int(c.ErrorWait[0].Seconds()), int(c.ErrorWait[1].Seconds()))
 	if c.BFD != nil {
 		b.WriteString("\tbfd on;\n")
 	}

@@ -27,6 +27,10 @@ type BlastOptions struct {
 	Batch     int           // messages per sendmmsg (default 64)
 	Senders   int           // parallel sending threads (default 1)
 	Settle    time.Duration // wait after sending before reading counters (default 300 ms)
+	// Rate caps the offered load in packets per second over all senders
+	// (0: as fast as the client can send). Batches are spaced evenly, so
+	// the load arrives in bursts of at most Batch packets per sender.
+	Rate float64
 }
 
 // BlastResult is what a blast measured.
@@ -93,6 +97,9 @@ func (o BlastOptions) withDefaults(blastPort uint16) (BlastOptions, error) {
 	}
 	if o.Settle <= 0 {
 		o.Settle = 300 * time.Millisecond
+	}
+	if o.Rate < 0 {
+		return o, fmt.Errorf("blast: negative rate %v", o.Rate)
 	}
 	return o, nil
 }
@@ -202,11 +209,15 @@ func runSenders(ctx context.Context, senders []*mmsgSender, o BlastOptions) (uin
 		budget = ^uint64(0)
 	}
 	perSender := max(budget/uint64(len(senders)), 1)
+	pace := pacer{start: start}
+	if o.Rate > 0 {
+		pace.nsPerPacket = 1e9 * float64(len(senders)) / o.Rate
+	}
 	var wg sync.WaitGroup
 	sent := make([]uint64, len(senders))
 	errs := make([]error, len(senders))
 	for i, s := range senders {
-		wg.Go(func() { sent[i], errs[i] = blastLoop(ctx, s, deadline, perSender) })
+		wg.Go(func() { sent[i], errs[i] = blastLoop(ctx, s, deadline, perSender, pace) })
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
@@ -217,11 +228,30 @@ func runSenders(ctx context.Context, senders []*mmsgSender, o BlastOptions) (uin
 	return total, elapsed, errors.Join(errs...)
 }
 
+// pacer spaces one sender's batches: packet n is due nsPerPacket*n after
+// start (nsPerPacket 0: no pacing).
+type pacer struct {
+	start       time.Time
+	nsPerPacket float64
+}
+
+// wait sleeps until the packet after sent is due.
+func (p pacer) wait(sent uint64) {
+	if p.nsPerPacket == 0 {
+		return
+	}
+	due := p.start.Add(time.Duration(float64(sent) * p.nsPerPacket))
+	if d := time.Until(due); d > 0 {
+		time.Sleep(d)
+	}
+}
+
 // blastLoop is one sender's hot loop; it allocates nothing.
-func blastLoop(ctx context.Context, s *mmsgSender, deadline time.Time, budget uint64) (uint64, error) {
+func blastLoop(ctx context.Context, s *mmsgSender, deadline time.Time, budget uint64, pace pacer) (uint64, error) {
 	var sent uint64
 	for i := 0; sent < budget; i++ {
-		if i%16 == 0 {
+		pace.wait(sent)
+		if i%16 == 0 || pace.nsPerPacket != 0 {
 			if time.Now().After(deadline) || ctx.Err() != nil {
 				break
 			}

@@ -108,6 +108,11 @@ func (l *Lab) Exec(ctx context.Context, node string, args ...string) (string, er
 	return runIn(ctx, l.NS(node), args...)
 }
 
+// ExecInput is Exec with stdin as the command's standard input.
+func (l *Lab) ExecInput(ctx context.Context, node, stdin string, args ...string) (string, error) {
+	return runInput(ctx, stdin, "ip", append([]string{"netns", "exec", l.NS(node)}, args...)...)
+}
+
 // Do runs fn on a thread inside node's namespace (see InNetns).
 func (l *Lab) Do(node string, fn func() error) error { return InNetns(l.NS(node), fn) }
 

@@ -26,11 +26,17 @@ const (
 // run runs a command on the host with a timeout and returns its stdout; the
 // error carries stderr.
 func run(ctx context.Context, name string, args ...string) (string, error) {
+	return runInput(ctx, "", name, args...)
+}
+
+// runInput is run with stdin as the command's standard input.
+func runInput(ctx context.Context, stdin, name string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Stdin = strings.NewReader(stdin)
 	if err := cmd.Run(); err != nil {
 		return stdout.String(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "),
 			err, strings.TrimSpace(stderr.String()))

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// options are the command line; the defaults are what `make bench-e2e` runs.
+type options struct {
+	rounds   int           // alternations of kernel and sllbrd measurements
+	duration time.Duration // one measurement blast
+	senders  int           // client sending threads per blast
+	search   bool          // find the highest loss-free rate
+	profile  bool          // perf record sllbrd during a blast
+	timeout  time.Duration // bound of the whole run
+	verbose  bool          // log the lab's progress
+}
+
+func parseOptions(args []string, errOut io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("benche2e", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.IntVar(&o.rounds, "rounds", 3, "measurement rounds, each alternating kernel forwarding and sllbrd")
+	fs.DurationVar(&o.duration, "duration", 4*time.Second, "length of one measurement blast")
+	fs.IntVar(&o.senders, "senders", 2, "client sending threads per blast")
+	fs.BoolVar(&o.search, "search", true, "search the highest offered rate sllbrd carries with <0.1% loss")
+	fs.BoolVar(&o.profile, "profile", true, "profile sllbrd with perf record during a blast (if perf works)")
+	fs.DurationVar(&o.timeout, "timeout", 4*time.Minute+30*time.Second, "bound of the whole run")
+	fs.BoolVar(&o.verbose, "v", false, "log the lab's progress")
+	if err := fs.Parse(args); err != nil {
+		return o, err // flag has printed it
+	}
+	if err := o.validate(fs.Args()); err != nil {
+		fmt.Fprintln(errOut, "benche2e:", err)
+		return o, err
+	}
+	return o, nil
+}
+
+func (o options) validate(rest []string) error {
+	switch {
+	case len(rest) > 0:
+		return fmt.Errorf("unexpected arguments %v", rest)
+	case o.rounds < 1 || o.rounds > 10:
+		return fmt.Errorf("-rounds %d: want 1..10", o.rounds)
+	case o.duration < 500*time.Millisecond || o.duration > 20*time.Second:
+		return fmt.Errorf("-duration %v: want 0.5s..20s", o.duration)
+	case o.senders < 1 || o.senders > 8:
+		return fmt.Errorf("-senders %d: want 1..8", o.senders)
+	case o.timeout <= 0 || o.timeout > 10*time.Minute:
+		return errors.New("-timeout: want (0, 10m]")
+	}
+	return nil
+}
+
+func main() {
+	o, err := parseOptions(os.Args[1:], os.Stderr)
+	if err != nil {
+		os.Exit(2)
+	}
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "benche2e: needs root (network namespaces); run `sudo make bench-e2e`")
+		os.Exit(1)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if err := run(ctx, o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "benche2e:", err)
+		os.Exit(1)
+	}
+}

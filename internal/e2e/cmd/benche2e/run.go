@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/sllbrd/sllbrd/internal/e2e"
+	"github.com/sllbrd/sllbrd/internal/lab"
+)
+
+// bench is one run: the built binary, its manifests and the lab.
+type bench struct {
+	o         options
+	lab       *lab.Lab
+	bin       string
+	manifests string // directory of the manifests sllbrd reads
+	vip       netip.Addr
+	out       io.Writer
+}
+
+// blastRoute sends the lab's blast port (UDP) to all three targets.
+var (
+	blastService = []e2e.Service{{Name: "service-a", Targets: []int{1, 2, 3}}}
+	blastRoute   = func(port uint16) []e2e.Route {
+		return []e2e.Route{{Name: "blast", Service: "service-a", Priority: 10,
+			Fields: fmt.Sprintf(`protocols: [UDP], destinationPorts: ["%d"]`, port)}}
+	}
+)
+
+// setups are what every round measures, kernel forwarding first.
+func setups() []setup {
+	n := runtime.NumCPU()
+	s := []setup{{name: "kernel forwarding"}, {name: "sllbrd, 1 queue", queues: 1}}
+	if n > 1 {
+		s = append(s, setup{name: fmt.Sprintf("sllbrd, %d queues (fanout)", n), queues: n, fanout: true})
+	}
+	return s
+}
+
+func run(ctx context.Context, o options, out io.Writer) error {
+	start := time.Now()
+	b, cleanup, err := newBench(ctx, o, out)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	rep := report{setups: setups(), samples: map[string][]sample{}, env: environment(o)}
+	for round := 1; round <= o.rounds; round++ {
+		for _, s := range rep.setups {
+			smp, err := b.measure(ctx, s)
+			if err != nil {
+				return fmt.Errorf("round %d, %s: %w", round, s.name, err)
+			}
+			fmt.Fprintf(out, "round %d  %-28s %s\n", round, s.name, brief(smp))
+			rep.samples[s.name] = append(rep.samples[s.name], smp)
+		}
+	}
+	if o.search {
+		if rep.lossFree, err = b.searchLossFree(ctx, rep.setups[1]); err != nil {
+			return fmt.Errorf("loss-free search: %w", err)
+		}
+	}
+	if o.profile {
+		rep.profile = b.profile(ctx, rep.setups[1])
+	}
+	rep.elapsed = time.Since(start)
+	rep.write(out)
+	return nil
+}
+
+// newBench builds sllbrd, writes its manifests and builds the lab; cleanup
+// removes all of it.
+func newBench(ctx context.Context, o options, out io.Writer) (*bench, func(), error) {
+	root, err := e2e.ModuleRoot()
+	if err != nil {
+		return nil, nil, err
+	}
+	tmp, err := os.MkdirTemp("", "sllbrd-benche2e-")
+	if err != nil {
+		return nil, nil, err
+	}
+	b := &bench{o: o, manifests: tmp, vip: lab.DefaultVIPs[0], out: out}
+	fmt.Fprintln(out, "building sllbrd ...")
+	if b.bin, err = e2e.Build(ctx, root, tmp); err != nil {
+		os.RemoveAll(tmp)
+		return nil, nil, err
+	}
+	var logger lab.Logger
+	if o.verbose {
+		logger = stderrLogger{}
+	}
+	b.lab, err = lab.New(ctx, lab.Options{Targets: 3, NoResponders: true, Logger: logger})
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, nil, err
+	}
+	cleanup := func() {
+		if err := b.lab.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "benche2e: lab cleanup:", err)
+		}
+		os.RemoveAll(tmp)
+	}
+	if err := e2e.WriteManifests(tmp, blastService, blastRoute(b.lab.Options().BlastPort)); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return b, cleanup, nil
+}
+
+type stderrLogger struct{}
+
+func (stderrLogger) Logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
+
+// environment describes the machine and the run's settings.
+func environment(o options) string {
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return fmt.Sprintf("%d CPUs, kernel %s, %s; %d rounds of %v blasts, %d senders, 64-byte UDP frames to %v",
+		runtime.NumCPU(), strings.TrimSpace(string(kernel)), runtime.Version(), o.rounds, o.duration, o.senders, lab.DefaultVIPs[0])
+}
+
+// brief is one progress line for a sample.
+func brief(s sample) string {
+	line := fmt.Sprintf("recv %7.1f kpps  sent %7.1f kpps  loss %5.2f%%",
+		s.blast.ReceivedPPS()/1e3, s.blast.SentPPS()/1e3, 100*s.blast.Loss())
+	if s.cpu.RSS != 0 {
+		line += fmt.Sprintf("  cpu %.2f us/pkt (user %v sys %v)  %.1f pkts/batch  kernel drops %.0f",
+			float64(s.cpuPerPacket().Nanoseconds())/1e3, s.cpu.User, s.cpu.System, s.nfq.perBatch(),
+			s.nfq.kernelDropped+s.nfq.userDropped)
+	}
+	return line
+}
