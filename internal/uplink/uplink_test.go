@@ -34,7 +34,7 @@ func (f *fakeSpeaker) Calls() []string {
 	return slices.Clone(f.calls)
 }
 
-func (f *fakeSpeaker) Apply(context.Context, []model.Router) error { return nil }
+func (f *fakeSpeaker) Apply(context.Context, []model.Router) error  { return nil }
 func (f *fakeSpeaker) Announce(context.Context, []netip.Addr) error { return nil }
 func (f *fakeSpeaker) PeerDown(_ context.Context, a netip.Addr, _ string) error {
 	f.record("down " + a.String())
@@ -45,7 +45,7 @@ func (f *fakeSpeaker) PeerUp(_ context.Context, a netip.Addr) error {
 	return nil
 }
 func (f *fakeSpeaker) Shutdown(context.Context, time.Duration) error { return nil }
-func (f *fakeSpeaker) GatewayUpdates() <-chan bgp.Gateways          { return f.gws }
+func (f *fakeSpeaker) GatewayUpdates() <-chan bgp.Gateways           { return f.gws }
 
 var (
 	bgpGW    = netip.MustParseAddr("169.254.100.150")
