@@ -39,6 +39,14 @@ test: deps vet ## Every test: unit, integration (as root, in network namespaces)
 bench: ## Benchmarks of the packet path (go test -bench, -benchmem).
 	$(GO) test -run '^$$' -bench . -benchmem ./bench/ ./dataplane/... ./maglev/
 
+.PHONY: demo
+demo: deps ## Build, run sllbrd in a network-namespace lab with BIRD on deploy/examples, send traffic, clean up (root).
+	$(GO) run ./internal/e2e/cmd/demo
+
+.PHONY: bench-e2e
+bench-e2e: deps ## Packets per second through sllbrd vs plain kernel forwarding in the lab, with CPU and RSS (root).
+	$(GO) run ./internal/e2e/cmd/benche2e
+
 .PHONY: fuzz
 fuzz: ## Longer fuzzing: FUZZTIME=5m make fuzz.
 	@hack/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
