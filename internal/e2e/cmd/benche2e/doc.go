@@ -4,8 +4,9 @@
 //
 // It builds sllbrd, builds a lab, and then, for a few rounds, alternates a
 // bounded blast through plain kernel forwarding (ECMP in lb1) with the same
-// blast through sllbrd in lb1 (one queue, and one queue per CPU spread by
-// CPU). For sllbrd it records the received rate, loss, CPU time per packet
+// blast through sllbrd in lb1, in two placements: NFQLB's (one sender on
+// CPU 0, sllbrd with one queue pinned to CPU 1) and an unpinned one (a
+// sender per CPU, sllbrd with a queue per CPU spread by CPU). For sllbrd it records the received rate, loss, CPU time per packet
 // (utime and stime from /proc), RSS and its own nfqueue metrics. It then
 // finds the highest offered rate sllbrd carries with less than 0.1% loss
 // and, when perf(1) works, profiles sllbrd during a blast. It prints one

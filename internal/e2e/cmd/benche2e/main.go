@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 )
@@ -16,7 +17,7 @@ import (
 type options struct {
 	rounds   int           // alternations of kernel and sllbrd measurements
 	duration time.Duration // one measurement blast
-	senders  int           // client sending threads per blast
+	senders  int           // client sending threads of the unpinned setups
 	search   bool          // find the highest loss-free rate
 	profile  bool          // perf record sllbrd during a blast
 	timeout  time.Duration // bound of the whole run
@@ -29,7 +30,7 @@ func parseOptions(args []string, errOut io.Writer) (options, error) {
 	fs.SetOutput(errOut)
 	fs.IntVar(&o.rounds, "rounds", 3, "measurement rounds, each alternating kernel forwarding and sllbrd")
 	fs.DurationVar(&o.duration, "duration", 4*time.Second, "length of one measurement blast")
-	fs.IntVar(&o.senders, "senders", 2, "client sending threads per blast")
+	fs.IntVar(&o.senders, "senders", max(runtime.NumCPU(), 1), "client sending threads of the unpinned setups")
 	fs.BoolVar(&o.search, "search", true, "search the highest offered rate sllbrd carries with <0.1% loss")
 	fs.BoolVar(&o.profile, "profile", true, "profile sllbrd with perf record during a blast (if perf works)")
 	fs.DurationVar(&o.timeout, "timeout", 4*time.Minute+30*time.Second, "bound of the whole run")

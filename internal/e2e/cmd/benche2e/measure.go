@@ -3,17 +3,25 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/sllbrd/sllbrd/internal/e2e"
 	"github.com/sllbrd/sllbrd/internal/lab"
 )
 
-// setup is one way lb1 forwards the blast.
+// setup is one way the client blasts and lb1 forwards.
 type setup struct {
-	name   string
-	queues int  // sllbrd's nfqueues; 0 is plain kernel forwarding
-	fanout bool // spread over the queues by CPU (--queue-fanout)
+	name    string
+	queues  int  // sllbrd's nfqueues; 0 is plain kernel forwarding
+	fanout  bool // spread over the queues by CPU (--queue-fanout)
+	senders int  // the client's sending threads
+	// pinned runs the client on clientCPU and sllbrd on lbCPU; otherwise
+	// both may use every CPU.
+	pinned bool
+	// reference is the index (in setups()) of the kernel forwarding setup
+	// an sllbrd setup is compared with.
+	reference int
 }
 
 func (s setup) kernel() bool { return s.queues == 0 }
@@ -37,26 +45,38 @@ func (s sample) cpuPerPacket() time.Duration {
 
 // measure runs one measurement blast through s.
 func (b *bench) measure(ctx context.Context, s setup) (sample, error) {
+	if err := b.placeClient(s); err != nil {
+		return sample{}, err
+	}
 	if s.kernel() {
-		return b.measureKernel(ctx)
+		return b.measureKernel(ctx, s)
 	}
 	var smp sample
 	err := b.withSllbrd(ctx, s, func(inst *e2e.Instance) (err error) {
-		smp, err = b.measureInstance(ctx, inst, b.blastOptions(0))
+		smp, err = b.measureInstance(ctx, inst, b.blastOptions(s, 0))
 		return err
 	})
 	return smp, err
 }
 
+// placeClient pins this process (the client's senders) to clientCPU for a
+// pinned setup and lets it use every CPU otherwise.
+func (b *bench) placeClient(s setup) error {
+	if s.pinned {
+		return pinProcess(os.Getpid(), clientCPU)
+	}
+	return pinProcess(os.Getpid())
+}
+
 // measureKernel blasts through plain kernel forwarding (ECMP in lb1).
-func (b *bench) measureKernel(ctx context.Context) (sample, error) {
+func (b *bench) measureKernel(ctx context.Context, s setup) (sample, error) {
 	if err := b.lab.Baseline(ctx, lab.BaselineOptions{ECMP: true}); err != nil {
 		return sample{}, err
 	}
 	if err := b.warmUp(ctx); err != nil {
 		return sample{}, err
 	}
-	res, err := b.lab.Blast(ctx, b.blastOptions(0))
+	res, err := b.lab.Blast(ctx, b.blastOptions(s, 0))
 	if err != nil {
 		return sample{}, err
 	}
@@ -109,6 +129,11 @@ func (b *bench) withSllbrd(ctx context.Context, s setup, fn func(*e2e.Instance) 
 	if err := inst.WaitProgrammed(wctx, 1); err != nil {
 		return err
 	}
+	if s.pinned {
+		if err := pinProcess(inst.Proc.PID, lbCPU); err != nil {
+			return err
+		}
+	}
 	if err := b.lab.RouteVIPsVia(ctx, 1); err != nil {
 		return err
 	}
@@ -134,7 +159,8 @@ func (b *bench) warmUp(ctx context.Context) error {
 	return nil
 }
 
-// blastOptions is a measurement blast at rate (0: as fast as possible).
-func (b *bench) blastOptions(rate float64) lab.BlastOptions {
-	return lab.BlastOptions{VIP: b.vip, Duration: b.o.duration, Senders: b.o.senders, Rate: rate}
+// blastOptions is a measurement blast of s at rate (0: as fast as
+// possible).
+func (b *bench) blastOptions(s setup, rate float64) lab.BlastOptions {
+	return lab.BlastOptions{VIP: b.vip, Duration: b.o.duration, Senders: s.senders, Rate: rate}
 }

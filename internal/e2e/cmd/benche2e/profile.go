@@ -16,7 +16,8 @@ import (
 // profileResult is a flat perf profile of sllbrd under an unbounded blast:
 // the share of its samples per binary (kernel or sllbrd) and per symbol.
 type profileResult struct {
-	note  string // why there is no profile, or where it is
+	setup string
+	note  string // why there is no profile
 	byDSO []share
 	bySym []share
 }
@@ -40,7 +41,10 @@ func (b *bench) profile(ctx context.Context, s setup) *profileResult {
 		return &profileResult{note: "perf not installed"}
 	}
 	data := filepath.Join(b.manifests, "perf.data")
-	res := &profileResult{}
+	res := &profileResult{setup: s.name}
+	if err := b.placeClient(s); err != nil {
+		return &profileResult{note: err.Error()}
+	}
 	err = b.withSllbrd(ctx, s, func(inst *e2e.Instance) error {
 		secs := strconv.FormatFloat(b.o.duration.Seconds()-0.5, 'f', 1, 64)
 		rec := exec.CommandContext(ctx, perf, "record", "-q", "-F", perfFrequency, "-o", data,
@@ -49,7 +53,7 @@ func (b *bench) profile(ctx context.Context, s setup) *profileResult {
 			return fmt.Errorf("perf record: %w", err)
 		}
 		time.Sleep(200 * time.Millisecond) // perf attaches
-		smp, err := b.measureInstance(ctx, inst, b.blastOptions(0))
+		smp, err := b.measureInstance(ctx, inst, b.blastOptions(s, 0))
 		if werr := rec.Wait(); err == nil && werr != nil {
 			err = fmt.Errorf("perf record: %w", werr)
 		}

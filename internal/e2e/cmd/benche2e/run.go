@@ -33,14 +33,22 @@ var (
 	}
 )
 
-// setups are what every round measures, kernel forwarding first.
-func setups() []setup {
+// setups are what every round measures, each sllbrd setup right after its
+// kernel forwarding reference. With two CPUs or more: NFQLB's placement (one
+// sender on one CPU, the LB process on the other) and an unpinned one
+// where sllbrd has a queue per CPU spread by CPU.
+func setups(senders int) []setup {
 	n := runtime.NumCPU()
-	s := []setup{{name: "kernel forwarding"}, {name: "sllbrd, 1 queue", queues: 1}}
-	if n > 1 {
-		s = append(s, setup{name: fmt.Sprintf("sllbrd, %d queues (fanout)", n), queues: n, fanout: true})
+	if n < 2 {
+		return []setup{{name: "kernel forwarding", senders: senders},
+			{name: "sllbrd, 1 queue", queues: 1, senders: senders}}
 	}
-	return s
+	return []setup{
+		{name: fmt.Sprintf("kernel, 1 sender on CPU %d", clientCPU), senders: 1, pinned: true},
+		{name: fmt.Sprintf("sllbrd, 1 queue on CPU %d", lbCPU), queues: 1, senders: 1, pinned: true, reference: 0},
+		{name: fmt.Sprintf("kernel, %d senders", senders), senders: senders},
+		{name: fmt.Sprintf("sllbrd, %d queues fanout", n), queues: n, fanout: true, senders: senders, reference: 2},
+	}
 }
 
 func run(ctx context.Context, o options, out io.Writer) error {
@@ -50,7 +58,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	defer cleanup()
-	rep := report{setups: setups(), samples: map[string][]sample{}, env: environment(o)}
+	rep := report{setups: setups(o.senders), samples: map[string][]sample{}, env: environment(o)}
 	for round := 1; round <= o.rounds; round++ {
 		for _, s := range rep.setups {
 			smp, err := b.measure(ctx, s)
@@ -122,8 +130,8 @@ func (stderrLogger) Logf(format string, args ...any) {
 // environment describes the machine and the run's settings.
 func environment(o options) string {
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-	return fmt.Sprintf("%d CPUs, kernel %s, %s; %d rounds of %v blasts, %d senders, 64-byte UDP frames to %v",
-		runtime.NumCPU(), strings.TrimSpace(string(kernel)), runtime.Version(), o.rounds, o.duration, o.senders, lab.DefaultVIPs[0])
+	return fmt.Sprintf("%d CPUs, kernel %s, %s; %d rounds of %v blasts of 64-byte UDP frames to %v",
+		runtime.NumCPU(), strings.TrimSpace(string(kernel)), runtime.Version(), o.rounds, o.duration, lab.DefaultVIPs[0])
 }
 
 // brief is one progress line for a sample.

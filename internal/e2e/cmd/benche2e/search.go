@@ -41,9 +41,12 @@ type searchResult struct {
 // for the highest one s carries loss-free, with one sllbrd instance.
 func (b *bench) searchLossFree(ctx context.Context, s setup) (*searchResult, error) {
 	res := &searchResult{setup: s.name}
+	if err := b.placeClient(s); err != nil {
+		return nil, err
+	}
 	err := b.withSllbrd(ctx, s, func(inst *e2e.Instance) error {
 		lo, hi := searchLow, searchHigh
-		p, err := b.probe(ctx, inst, lo)
+		p, err := b.probe(ctx, inst, s, lo)
 		if err != nil {
 			return err
 		}
@@ -54,7 +57,7 @@ func (b *bench) searchLossFree(ctx context.Context, s setup) (*searchResult, err
 		res.best = lo
 		for range searchSteps {
 			mid := (lo + hi) / 2
-			p, err := b.probe(ctx, inst, mid)
+			p, err := b.probe(ctx, inst, s, mid)
 			if err != nil {
 				return err
 			}
@@ -70,8 +73,8 @@ func (b *bench) searchLossFree(ctx context.Context, s setup) (*searchResult, err
 	return res, err
 }
 
-func (b *bench) probe(ctx context.Context, inst *e2e.Instance, rate float64) (probe, error) {
-	o := b.blastOptions(rate)
+func (b *bench) probe(ctx context.Context, inst *e2e.Instance, s setup, rate float64) (probe, error) {
+	o := b.blastOptions(s, rate)
 	o.Duration = searchProbeTime
 	smp, err := b.measureInstance(ctx, inst, o)
 	if err != nil {

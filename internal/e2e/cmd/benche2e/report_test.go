@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sllbrd/sllbrd/internal/lab"
+)
+
+func TestSummarize(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []float64
+		want spread
+	}{
+		{"none", nil, spread{}},
+		{"one", []float64{3}, spread{3, 3, 3}},
+		{"odd count, unsorted", []float64{5, 1, 3}, spread{3, 1, 5}},
+		{"even count: mean of the middle two", []float64{4, 1, 2, 10}, spread{3, 1, 10}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := summarize(tc.in); got != tc.want {
+				t.Errorf("summarize(%v) = %+v, want %+v", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSpreadFormat(t *testing.T) {
+	tests := []struct {
+		s    spread
+		want string
+	}{
+		{spread{120e3, 120e3, 120e3}, "120.0"},
+		{spread{120e3, 100e3, 150.5e3}, "120.0 [100.0-150.5]"},
+	}
+	for _, tc := range tests {
+		if got := tc.s.format(1e-3, 1); got != tc.want {
+			t.Errorf("%+v.format = %q, want %q", tc.s, got, tc.want)
+		}
+	}
+}
+
+// blastAt is a one-second blast that sent sent and delivered recv packets.
+func blastAt(sent, recv uint64) lab.BlastResult {
+	return lab.BlastResult{Sent: sent, Received: recv, Elapsed: time.Second}
+}
+
+// TestRatiosPairRoundsWithTheirReference: each sllbrd round is divided by
+// its own reference's same round, not by another setup's.
+func TestRatiosPairRoundsWithTheirReference(t *testing.T) {
+	ss := []setup{{name: "k1"}, {name: "s1", queues: 1, reference: 0}, {name: "k2"}, {name: "s2", queues: 2, reference: 2}}
+	r := &report{setups: ss, samples: map[string][]sample{
+		"k1": {{blast: blastAt(100, 100)}, {blast: blastAt(200, 200)}, {blast: blastAt(100, 100)}},
+		"s1": {{blast: blastAt(100, 50)}, {blast: blastAt(200, 200)}, {blast: blastAt(100, 60)}},
+		"k2": {{blast: blastAt(10, 10)}},
+		"s2": {{blast: blastAt(10, 5)}},
+	}}
+	if got, want := r.ratios(ss[1]), (spread{0.6, 0.5, 1}); got != want {
+		t.Errorf("ratios(s1) = %+v, want %+v", got, want)
+	}
+	if got, want := r.ratios(ss[3]), (spread{0.5, 0.5, 0.5}); got != want {
+		t.Errorf("ratios(s2) = %+v, want %+v", got, want)
+	}
+}
+
+// TestReportVerdict: the report says whether each sllbrd setup reaches
+// NFQLB's share of kernel forwarding.
+func TestReportVerdict(t *testing.T) {
+	ss := []setup{{name: "kernel"}, {name: "fast", queues: 1}, {name: "slow", queues: 1}}
+	r := &report{setups: ss, samples: map[string][]sample{
+		"kernel": {{blast: blastAt(1000, 1000)}},
+		"fast":   {{blast: blastAt(1000, 600), cpu: lab.ProcStats{User: time.Millisecond, System: 9 * time.Millisecond, RSS: 20 << 20}}},
+		"slow":   {{blast: blastAt(1000, 400), cpu: lab.ProcStats{User: time.Millisecond, RSS: 20 << 20}}},
+	}}
+	var out bytes.Buffer
+	r.write(&out)
+	text := out.String()
+	for _, want := range []string{"fast: 0.60 of kernel (median): meets", "slow: 0.40 of kernel (median): DOES NOT MEET", "10/90"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q:\n%s", want, text)
+		}
+	}
+}

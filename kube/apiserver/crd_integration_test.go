@@ -1,0 +1,123 @@
+package apiserver_test
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// TestIntegrationCRDValidation shows that the CRDs of deploy/crds accept the
+// seed's examples as written and reject invalid objects with messages that
+// say what is wrong.
+func TestIntegrationCRDValidation(t *testing.T) {
+	e := newEnv(t, "sllbrd-test-crd")
+	e.createExamples()
+
+	set := func(value any, path ...string) func(*unstructured.Unstructured) {
+		return func(o *unstructured.Unstructured) {
+			if err := unstructured.SetNestedField(o.Object, value, path...); err != nil {
+				t.Fatalf("set %v: %v", path, err)
+			}
+		}
+	}
+	route := func() *unstructured.Unstructured {
+		return exampleObject(t, "l34route.yaml", "vip-20-0-0-1-multi-ports-a")
+	}
+	router := func() *unstructured.Unstructured {
+		return exampleObject(t, "gatewayrouter.yaml", "gateway-a-v4")
+	}
+	tests := []struct {
+		name   string
+		object func() *unstructured.Unstructured
+		mutate func(*unstructured.Unstructured)
+		want   []string // substrings of the API server's message
+	}{
+		{"bad CIDR", route, set([]any{"20.0.0.300/32"}, "spec", "destinationCIDRs"),
+			[]string{"spec.destinationCIDRs[0]", "must be a CIDR such as 10.0.0.0/8"}},
+		{"bad source CIDR", route, set([]any{"10.0.0.0/33"}, "spec", "sourceCIDRs"),
+			[]string{"spec.sourceCIDRs[0]", "must be a CIDR"}},
+		{"/24 destination", route, set([]any{"20.0.0.0/24"}, "spec", "destinationCIDRs"),
+			[]string{"spec.destinationCIDRs", "destination CIDRs must be IPv4 /32 or IPv6 /128"}},
+		{"/64 IPv6 destination", route, set([]any{"2000::/64"}, "spec", "destinationCIDRs"),
+			[]string{"destination CIDRs must be IPv4 /32 or IPv6 /128"}},
+		{"two parentRefs", route, set([]any{map[string]any{"name": "a"}, map[string]any{"name": "b"}}, "spec", "parentRefs"),
+			[]string{"spec.parentRefs", "must have at most 1 item"}},
+		{"parent not a Gateway", route, set([]any{map[string]any{"name": "a", "kind": "Service", "group": ""}}, "spec", "parentRefs"),
+			[]string{"the parent must be a gateway.networking.k8s.io Gateway"}},
+		{"backend not a Service", route, set([]any{map[string]any{"name": "a", "port": int64(1), "kind": "Pod"}}, "spec", "backendRefs"),
+			[]string{"the backend must be a core Service"}},
+		{"reversed port range", route, set([]any{"4010-4000"}, "spec", "destinationPorts"),
+			[]string{"spec.destinationPorts[0]", "a range must not end before it starts"}},
+		{"port above 65535", route, set([]any{"1-70000"}, "spec", "sourcePorts"),
+			[]string{"spec.sourcePorts[0]", "ports must be in 0..65535"}},
+		{"port not a number", route, set([]any{"http"}, "spec", "destinationPorts"),
+			[]string{"spec.destinationPorts[0]", "should match"}},
+		{"bad protocol", route, set([]any{"ICMP"}, "spec", "protocols"),
+			[]string{"spec.protocols[0]", `Unsupported value: "ICMP"`, `"TCP", "UDP", "SCTP"`}},
+		{"duplicate protocol", route, set([]any{"TCP", "TCP"}, "spec", "protocols"),
+			[]string{"spec.protocols[1]", "Duplicate value"}},
+		{"bad byteMatch size", route, set([]any{"tcp[13:3] = 1"}, "spec", "byteMatches"),
+			[]string{"spec.byteMatches[0]", "should match"}},
+		{"bad byteMatch protocol", route, set([]any{"icmp[0] = 8"}, "spec", "byteMatches"),
+			[]string{"spec.byteMatches[0]", "should match"}},
+		{"priority 0", route, set(int64(0), "spec", "priority"),
+			[]string{"spec.priority", "should be greater than or equal to 1"}},
+		{"no destination", route, set([]any{}, "spec", "destinationCIDRs"),
+			[]string{"spec.destinationCIDRs", "should have at least 1 items"}},
+		{"bad router address", router, set("169.254.100.300", "spec", "address"),
+			[]string{"spec.address", "must be an IPv4 or IPv6 address"}},
+		{"interface name too long", router, set("an-interface-name", "spec", "interface"),
+			[]string{"spec.interface", "may not be more than 15 bytes"}},
+		{"ASN 0", router, set(int64(0), "spec", "bgp", "localASN"),
+			[]string{"spec.bgp.localASN", "should be greater than or equal to 1"}},
+		{"ASN above 32 bits", router, set(int64(4294967296), "spec", "bgp", "remoteASN"),
+			[]string{"spec.bgp.remoteASN", "should be less than or equal to 4294967295"}},
+		{"holdTime 1s", router, set("1s", "spec", "bgp", "holdTime"),
+			[]string{"spec.bgp.holdTime", "must be a duration between 3s and 65535s"}},
+		{"holdTime not a duration", router, set("soon", "spec", "bgp", "holdTime"),
+			[]string{"spec.bgp.holdTime"}},
+		{"BFD minTx 5ms", router, set("5ms", "spec", "bgp", "bfd", "minTx"),
+			[]string{"spec.bgp.bfd.minTx", "must be a duration between 10ms and 60s"}},
+		{"BFD minRx 2m", router, set("2m", "spec", "bgp", "bfd", "minRx"),
+			[]string{"spec.bgp.bfd.minRx", "must be a duration between 10ms and 60s"}},
+		{"BFD multiplier 0", router, set(int64(0), "spec", "bgp", "bfd", "multiplier"),
+			[]string{"spec.bgp.bfd.multiplier", "should be greater than or equal to 1"}},
+		{"BFD multiplier 256", router, set(int64(256), "spec", "bgp", "bfd", "multiplier"),
+			[]string{"spec.bgp.bfd.multiplier", "should be less than or equal to 255"}},
+		{"bgp and static", router, set(map[string]any{}, "spec", "static"),
+			[]string{"exactly one of bgp and static must be set"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := tc.object()
+			obj.SetName("invalid")
+			tc.mutate(obj)
+			_, err := e.client.Create(e.ctx, e.ns, obj)
+			if err == nil {
+				t.Fatalf("created an invalid %s", obj.GetKind())
+			}
+			t.Logf("rejected: %v", err)
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+
+	// The defaults of the CRD are applied by the API server.
+	r := router()
+	r.SetName("defaults")
+	unstructured.RemoveNestedField(r.Object, "spec", "bgp", "holdTime")
+	unstructured.RemoveNestedField(r.Object, "spec", "bgp", "bfd", "multiplier")
+	got, err := e.client.Create(e.ctx, e.ns, r)
+	if err != nil {
+		t.Fatalf("create without optional fields: %v", err)
+	}
+	hold, _, _ := unstructured.NestedString(got.Object, "spec", "bgp", "holdTime")
+	mult, _, _ := unstructured.NestedInt64(got.Object, "spec", "bgp", "bfd", "multiplier")
+	if hold != "90s" || mult != 3 {
+		t.Errorf("defaults: holdTime %q multiplier %d, want 90s and 3", hold, mult)
+	}
+}

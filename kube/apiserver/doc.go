@@ -1,0 +1,33 @@
+// Package apiserver is the Kubernetes API-server source of sllbrd: it
+// watches, in one namespace, the objects that configure one Gateway,
+// translates them with kube/translate and emits manifest.Update values, so
+// that a caller treats it exactly like the file source (kube/manifest).
+//
+// Watched (namespace-scoped informers, nothing cluster-wide):
+//   - the Gateway named by the caller (field selector metadata.name);
+//   - every L34Route of the namespace (the translator keeps those whose
+//     parentRef names the Gateway);
+//   - Services and GatewayRouters labelled
+//     service.kubernetes.io/service-proxy-name=<gateway>;
+//   - EndpointSlices that carry the kubernetes.io/service-name label (the
+//     translator keeps those of the selected Services).
+//
+// Promises:
+//   - Nothing is emitted before every informer has completed its first full
+//     list (first sync).
+//   - Bursts of events are coalesced: a rebuild happens once no event arrived
+//     for the debounce period (default 100ms), and at the latest after the
+//     maximum delay (default 1s) from the first event of a burst.
+//   - An Update is emitted when the State, the problems or the error changed;
+//     State.Generation increases only when the translated State changed, so a
+//     relist after an API-server restart that finds the same objects emits
+//     nothing.
+//   - When the API server is unreachable the informers keep their caches, the
+//     last State stays, and Ready reports false with the reason; Ready turns
+//     true again once the server answers.
+//   - Each translator Problem becomes one Kubernetes Event of type Warning on
+//     the offending object (reasons InvalidGateway, InvalidL34Route,
+//     InvalidService, InvalidGatewayRouter, InvalidEndpointIdentifier,
+//     InvalidEndpoint) when it first appears; a problem that persists is not
+//     reported again until it has gone away and come back.
+package apiserver

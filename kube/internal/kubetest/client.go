@@ -1,0 +1,160 @@
+package kubetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+)
+
+var crdResource = schema.GroupVersionResource{
+	Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions",
+}
+
+// Client creates objects of any kind from YAML, like `kubectl create -f`.
+type Client struct {
+	Dynamic dynamic.Interface
+	mapper  *restmapper.DeferredDiscoveryRESTMapper
+}
+
+// NewClient returns a Client for cfg.
+func NewClient(cfg *rest.Config) (*Client, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	return &Client{Dynamic: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}, nil
+}
+
+// ReadObjects decodes every YAML or JSON document of the files.
+func ReadObjects(paths ...string) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		objs, err := DecodeObjects(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
+// DecodeObjects decodes the YAML or JSON documents of data.
+func DecodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		var m map[string]any
+		err := dec.Decode(&m)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(m) > 0 {
+			out = append(out, &unstructured.Unstructured{Object: m})
+		}
+	}
+}
+
+// ResourceFor returns the dynamic client of obj's kind, in namespace when
+// the kind is namespaced.
+func (c *Client) ResourceFor(obj *unstructured.Unstructured, namespace string) (dynamic.ResourceInterface, error) {
+	gvk := obj.GroupVersionKind()
+	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		c.mapper.Reset()
+		m, err = c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mapping %s: %w", gvk, err)
+	}
+	if m.Scope.Name() == meta.RESTScopeNameRoot {
+		return c.Dynamic.Resource(m.Resource), nil
+	}
+	if ns := obj.GetNamespace(); ns != "" {
+		namespace = ns
+	}
+	return c.Dynamic.Resource(m.Resource).Namespace(namespace), nil
+}
+
+// Create creates obj (in namespace unless it names one).
+func (c *Client) Create(ctx context.Context, namespace string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	r, err := c.ResourceFor(obj, namespace)
+	if err != nil {
+		return nil, err
+	}
+	return r.Create(ctx, obj, createOptions)
+}
+
+// InstallCRDs creates the CustomResourceDefinitions of the files and waits
+// until they are established.
+func (c *Client) InstallCRDs(ctx context.Context, paths ...string) error {
+	objs, err := ReadObjects(paths...)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if _, err := c.Dynamic.Resource(crdResource).Create(ctx, o, createOptions); err != nil {
+			return fmt.Errorf("create CRD %s: %w", o.GetName(), err)
+		}
+	}
+	for _, o := range objs {
+		if err := c.waitEstablished(ctx, o.GetName()); err != nil {
+			return err
+		}
+	}
+	c.mapper.Reset()
+	return nil
+}
+
+func (c *Client) waitEstablished(ctx context.Context, name string) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true,
+		func(ctx context.Context) (bool, error) {
+			crd, err := c.Dynamic.Resource(crdResource).Get(ctx, name, getOptions)
+			if err != nil {
+				return false, err
+			}
+			conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+			for _, cond := range conds {
+				m, _ := cond.(map[string]any)
+				if m["type"] == "Established" && m["status"] == "True" {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+	if err != nil {
+		return fmt.Errorf("CRD %s not established: %w", name, err)
+	}
+	return nil
+}
+
+var (
+	createOptions = metav1.CreateOptions{}
+	getOptions    = metav1.GetOptions{}
+)
