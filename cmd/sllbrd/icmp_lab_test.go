@@ -103,4 +103,3 @@ func readICMPErrors(t *testing.T, ctx context.Context, l *lab.Lab, node string) 
 	}
 	return total
 }
-
