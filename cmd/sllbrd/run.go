@@ -54,8 +54,16 @@ func run(ctx context.Context, cfg *config, log *slog.Logger) error {
 	return d.run(ctx)
 }
 
-// newDaemon checks the kernel settings and opens the kernel handles.
+// newDaemon checks the configuration source, then the kernel settings, and
+// opens the kernel handles: nothing in the kernel is touched before the
+// command line and the source are known to be usable.
 func newDaemon(cfg *config, log *slog.Logger) (*daemon, error) {
+	d := &daemon{cfg: cfg, log: log, engine: dataplane.NewEngine(), applies: metrics.NewConfig()}
+	d.loop = reconcile.New(d.apply)
+	var err error
+	if d.source, err = newConfigSource(cfg, log, d.loop, d.applies, d.applyRouters); err != nil {
+		return nil, err
+	}
 	findings, err := sysctl.Ensure(cfg.setSysctls)
 	for _, f := range findings {
 		if f.Fixed {
@@ -84,24 +92,15 @@ func newDaemon(cfg *config, log *slog.Logger) (*daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy routing: %w", err)
 	}
-	queues, err := nfqueue.OpenGroup(uint16(cfg.queueFirst), cfg.queues,
+	d.queues, err = nfqueue.OpenGroup(uint16(cfg.queueFirst), cfg.queues,
 		nfqueue.WithCopyRange(cfg.copyRange), nfqueue.WithLockOSThread())
 	if err != nil {
 		return nil, fmt.Errorf("nfqueue %d..%d: %w", cfg.queueFirst, int(cfg.queueFirst)+cfg.queues-1, err)
 	}
-	engine := dataplane.NewEngine()
-	d := &daemon{cfg: cfg, log: log, engine: engine, queues: queues,
-		prog: dataplane.NewProgrammer(engine, rules, routes,
-			nft.QueueRange{First: uint16(cfg.queueFirst), Count: uint16(cfg.queues)}, cfg.queueFanout, dataplane.ReturnTable)}
-	d.loop = reconcile.New(d.apply)
-	d.applies = metrics.NewConfig()
-	d.source, err = newConfigSource(cfg, log, d.loop, d.applies, d.applyRouters)
-	if err != nil {
-		queues.Close()
-		return nil, err
-	}
+	d.prog = dataplane.NewProgrammer(d.engine, rules, routes,
+		nft.QueueRange{First: uint16(cfg.queueFirst), Count: uint16(cfg.queues)}, cfg.queueFanout, dataplane.ReturnTable)
 	d.registry = metrics.NewRegistry()
-	d.registry.MustRegister(metrics.NewEngineCollector(engine), metrics.NewNFQueueCollector(metrics.GroupQueues(queues)),
+	d.registry.MustRegister(metrics.NewEngineCollector(d.engine), metrics.NewNFQueueCollector(metrics.GroupQueues(d.queues)),
 		d.applies, metrics.ReadyGauge(d.ready))
 	return d, nil
 }

@@ -6,11 +6,17 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/sllbrd/sllbrd/internal/metrics"
 	"github.com/sllbrd/sllbrd/internal/reconcile"
+	"github.com/sllbrd/sllbrd/kube/apiserver"
 	"github.com/sllbrd/sllbrd/kube/manifest"
 	"github.com/sllbrd/sllbrd/model"
 )
@@ -21,6 +27,7 @@ type configSource struct {
 	loop    *reconcile.Loop
 	metrics *metrics.Config
 	run     func(ctx context.Context, emit func(manifest.Update)) error
+	ready   func() (bool, string) // the source's own readiness (nil: none)
 	routers func(ctx context.Context, routers []model.Router)
 	ctx     context.Context
 
@@ -33,13 +40,23 @@ type configSource struct {
 func newConfigSource(cfg *config, log *slog.Logger, loop *reconcile.Loop, m *metrics.Config,
 	routers func(context.Context, []model.Router)) (*configSource, error) {
 	s := &configSource{log: log, loop: loop, metrics: m, routers: routers, problems: map[string]int{}}
-	switch {
-	case cfg.manifests != "":
-		fs := manifest.NewFileSource(cfg.manifests, cfg.gateway, manifest.WithLogger(log))
-		s.run = fs.Run
-	default:
-		return nil, errors.New("no configuration source: give --manifests (the API-server source is not built in yet)")
+	if cfg.manifests != "" {
+		s.run = manifest.NewFileSource(cfg.manifests, cfg.gateway, manifest.WithLogger(log)).Run
+		return s, nil
 	}
+	rc, err := restConfig(cfg.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := namespace(cfg.namespace)
+	if err != nil {
+		return nil, err
+	}
+	src, err := apiserver.NewSource(rc, ns, cfg.gateway, apiserver.WithLogger(log))
+	if err != nil {
+		return nil, fmt.Errorf("api server source: %w", err)
+	}
+	s.run, s.ready = src.Run, src.Ready
 	return s, nil
 }
 
@@ -88,10 +105,50 @@ func (s *configSource) setDataplaneProblems(n int) {
 
 // Ready reports whether the source's latest content was usable.
 func (s *configSource) Ready() (bool, string) {
+	if s.ready != nil {
+		if ok, why := s.ready(); !ok {
+			return false, why
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.lastErr != nil {
 		return false, fmt.Sprintf("configuration source: %v", s.lastErr)
 	}
 	return true, ""
+}
+
+// restConfig loads kubeconfig, or the in-cluster configuration when empty.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		rc, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no --manifests and no --kubeconfig, and not in a cluster: %w", err)
+		}
+		return rc, nil
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+	}
+	return rc, nil
+}
+
+// serviceAccountNamespace is where Kubernetes writes the pod's namespace.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// namespace returns the flag, else $POD_NAMESPACE, else the service
+// account's namespace.
+func namespace(flagValue string) (string, error) {
+	if flagValue != "" {
+		return flagValue, nil
+	}
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns, nil
+	}
+	b, err := os.ReadFile(serviceAccountNamespace)
+	if ns := strings.TrimSpace(string(b)); err == nil && ns != "" {
+		return ns, nil
+	}
+	return "", errors.New("--namespace not given and neither $POD_NAMESPACE nor " + serviceAccountNamespace + " says it")
 }
