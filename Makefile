@@ -30,9 +30,14 @@ vet: ## gofmt check and go vet.
 unit: ## Unit tests only (no root, no network namespaces).
 	$(GO) test -count=1 -short $(PKGS)
 
+.PHONY: kube-assets
+kube-assets: ## Build kube-apiserver and etcd from the Go module proxy (cached outside the repo; ~8 min once).
+	@hack/kube-assets.sh
+
 .PHONY: test
-test: deps vet ## Every test: unit, integration (as root, in network namespaces) and short fuzzing.
-	$(GO) test -count=1 -timeout 30m $(PKGS)
+test: deps vet ## Every test: unit, integration (root, netns, BIRD, a real kube-apiserver) and short fuzzing.
+	@assets=$$(hack/kube-assets.sh) && \
+	  KUBEBUILDER_ASSETS=$$assets SLLBRD_REQUIRE_KUBE=1 $(GO) test -count=1 -timeout 45m $(PKGS)
 	@hack/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
 
 .PHONY: bench
