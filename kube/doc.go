@@ -8,7 +8,11 @@
 //     into a model.State plus a list of structured problems.
 //   - kube/manifest: a source that reads the same objects from YAML/JSON
 //     files, translates them and follows edits.
+//   - kube/apiserver: the same from a kube-apiserver, with namespace-scoped
+//     informers, Warning Events on invalid objects and a readiness that says
+//     when the API server is unreachable.
 //
-// Nothing outside kube imports Kubernetes packages: consumers receive plain
-// model values.
+// Outside kube only cmd/sllbrd (to build the API-server client) and tests
+// import Kubernetes packages: the dataplane, routing and model packages
+// receive plain model values.
 package kube
