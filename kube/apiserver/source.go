@@ -122,16 +122,16 @@ func (s *Source) Run(ctx context.Context, emit func(manifest.Update)) error {
 	}
 	s.health.setSynced()
 	s.log.Info("API server source synced", "namespace", s.namespace, "gateway", s.gateway)
-	var pub publisher
+	var pub manifest.Publisher
 	for {
 		snap, err := w.snapshot(s.namespace, s.gateway)
 		var u manifest.Update
 		var emitNow bool
 		if err != nil {
-			u, emitNow = pub.apply(nil, nil, err)
+			u, emitNow = pub.Apply(nil, nil, err)
 		} else {
 			state, problems, terr := translate.Translate(snap)
-			u, emitNow = pub.apply(state, problems, terr)
+			u, emitNow = pub.Apply(state, problems, terr)
 			reporter.report(snap, problems)
 		}
 		if emitNow {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"log/slog"
-	"reflect"
-	"slices"
 	"time"
 
 	"github.com/sllbrd/sllbrd/kube/translate"
@@ -74,7 +72,7 @@ func (s *FileSource) Run(ctx context.Context, emit func(Update)) error {
 			hash = sha256.Sum256([]byte(readErr.Error()))
 		}
 		if w.settled(hash, first) {
-			if u, changed := w.apply(s.load(files, readErr)); changed {
+			if u, changed := w.Apply(s.load(files, readErr)); changed {
 				emit(u)
 			}
 		}
@@ -108,11 +106,9 @@ func (s *FileSource) load(files []file, readErr error) (*model.State, []translat
 
 // watcher holds what was last read, applied and emitted.
 type watcher struct {
+	Publisher
 	applied, pending [sha256.Size]byte
 	hasApplied       bool
-	generation       uint64
-	last             Update
-	emitted          bool
 }
 
 // settled reports whether content hash should be applied now: at first
@@ -127,39 +123,4 @@ func (w *watcher) settled(hash [sha256.Size]byte, first bool) bool {
 	}
 	w.applied, w.pending, w.hasApplied = hash, hash, true
 	return true
-}
-
-// apply folds one load result into the last Update and says whether the
-// result differs from what was last emitted.
-func (w *watcher) apply(state *model.State, problems []translate.Problem, err error) (Update, bool) {
-	next := Update{State: w.last.State, Problems: w.last.Problems, Err: err}
-	if err == nil {
-		next.Problems = problems
-		if !sameState(state, w.last.State) {
-			w.generation++
-			state.Generation = w.generation
-			next.State = state
-		}
-	}
-	changed := !w.emitted || next.State != w.last.State ||
-		!slices.Equal(next.Problems, w.last.Problems) || errText(next.Err) != errText(w.last.Err)
-	w.last, w.emitted = next, true
-	return next, changed
-}
-
-// sameState compares two states ignoring their generations.
-func sameState(a, b *model.State) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	x, y := *a, *b
-	x.Generation, y.Generation = 0, 0
-	return reflect.DeepEqual(x, y)
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }

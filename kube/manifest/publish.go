@@ -1,28 +1,28 @@
-package apiserver
+package manifest
 
 import (
 	"reflect"
 	"slices"
 
-	"github.com/sllbrd/sllbrd/kube/manifest"
 	"github.com/sllbrd/sllbrd/kube/translate"
 	"github.com/sllbrd/sllbrd/model"
 )
 
-// publisher decides what to emit: it numbers the States and remembers the
-// last Update emitted.
-type publisher struct {
+// Publisher decides what a configuration source emits: it numbers the
+// States and remembers the last Update. Both the file source and the
+// API-server source use it, so they number and deduplicate alike.
+type Publisher struct {
 	generation uint64
-	last       manifest.Update
+	last       Update
 	emitted    bool
 }
 
-// apply folds one translation result into the last Update and says whether
+// Apply folds one translation result into the last Update and says whether
 // the result differs from what was last emitted. A failed rebuild (err set)
 // keeps the last State and problems. state.Generation is set when the State
 // changed.
-func (p *publisher) apply(state *model.State, problems []translate.Problem, err error) (manifest.Update, bool) {
-	next := manifest.Update{State: p.last.State, Problems: p.last.Problems, Err: err}
+func (p *Publisher) Apply(state *model.State, problems []translate.Problem, err error) (Update, bool) {
+	next := Update{State: p.last.State, Problems: p.last.Problems, Err: err}
 	if err == nil {
 		next.Problems = problems
 		if !sameState(state, p.last.State) {

@@ -1,4 +1,4 @@
-package apiserver
+package manifest
 
 import (
 	"errors"
@@ -31,9 +31,9 @@ func TestPublisher(t *testing.T) {
 		{err: errors.New("no Gateway"), wantEmit: true, wantGen: 2, wantSvc: "b"},        // error keeps the state
 		{state: state("b"), problems: problem, wantEmit: true, wantGen: 2, wantSvc: "b"}, // recovered, same state
 	}
-	var p publisher
+	var p Publisher
 	for i, s := range steps {
-		u, emit := p.apply(s.state, s.problems, s.err)
+		u, emit := p.Apply(s.state, s.problems, s.err)
 		if emit != s.wantEmit {
 			t.Errorf("step %d: emit %v, want %v", i, emit, s.wantEmit)
 		}
