@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"github.com/sllbrd/sllbrd/internal/testpkt"
 	"path/filepath"
 	"testing"
 
@@ -25,7 +26,7 @@ func loadMixes(tb testing.TB) map[string][][]byte {
 	tb.Helper()
 	out := map[string][][]byte{}
 	for _, m := range Mixes {
-		pkts, err := ReadPcap(filepath.Join("testdata", m.Name+".pcap"))
+		pkts, err := testpkt.ReadPcap(filepath.Join("testdata", m.Name+".pcap"))
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"flag"
+	"github.com/sllbrd/sllbrd/internal/testpkt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -14,7 +15,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.pcap from the genera
 func TestPcapsUpToDate(t *testing.T) {
 	for _, m := range Mixes {
 		var buf bytes.Buffer
-		if err := WritePcap(&buf, m.Packets(rand.New(rand.NewPCG(1, 2)))); err != nil {
+		if err := testpkt.WritePcap(&buf, m.Packets(rand.New(rand.NewPCG(1, 2)))); err != nil {
 			t.Fatal(err)
 		}
 		path := filepath.Join("testdata", m.Name+".pcap")
@@ -31,9 +32,9 @@ func TestPcapsUpToDate(t *testing.T) {
 		if !bytes.Equal(have, buf.Bytes()) {
 			t.Errorf("%s differs from the generator's output; run go test ./bench -run TestPcapsUpToDate -update", path)
 		}
-		pkts, err := ReadPcap(path)
+		pkts, err := testpkt.ReadPcap(path)
 		if err != nil || len(pkts) < 1000 {
-			t.Errorf("ReadPcap(%s) = %d packets, %v", path, len(pkts), err)
+			t.Errorf("testpkt.ReadPcap(%s) = %d packets, %v", path, len(pkts), err)
 		}
 	}
 }

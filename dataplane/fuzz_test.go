@@ -1,11 +1,9 @@
 package dataplane
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/gopacket/gopacket/pcapgo"
+	"github.com/sllbrd/sllbrd/internal/testpkt"
 )
 
 // FuzzDecide runs arbitrary bytes through the whole decision: it must never
@@ -31,32 +29,7 @@ func FuzzDecide(f *testing.F) {
 	})
 }
 
-// seedPackets returns the packets of the bench pcaps (a sample of each).
+// seedPackets returns a sample of the bench pcaps.
 func seedPackets(tb testing.TB) [][]byte {
-	files, _ := filepath.Glob("../bench/testdata/*.pcap")
-	var out [][]byte
-	for _, name := range files {
-		fh, err := os.Open(name)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		r, err := pcapgo.NewReader(fh)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for i := 0; ; i++ {
-			data, _, err := r.ReadPacketData()
-			if err != nil {
-				break
-			}
-			if i%20 == 0 {
-				out = append(out, data)
-			}
-		}
-		fh.Close()
-	}
-	if len(out) == 0 {
-		tb.Fatal("no seed packets: bench/testdata/*.pcap missing")
-	}
-	return out
+	return testpkt.PcapSample(tb, "../bench/testdata/*.pcap", 20)
 }

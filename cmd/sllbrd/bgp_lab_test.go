@@ -62,6 +62,20 @@ func waitSince(t *testing.T, start time.Time, limit time.Duration, what string, 
 	return time.Since(start)
 }
 
+// cutLink makes the gateway drop everything to and from the LB addresses
+// lb (IPv4, IPv6) in one nft transaction, so both families are cut at the
+// same instant, and returns that instant. Deleting table inet cut restores.
+func cutLink(t *testing.T, l *lab.Lab, lb []netip.Addr) time.Time {
+	t.Helper()
+	rules := fmt.Sprintf("table inet cut {\n chain in { type filter hook prerouting priority -400; ip saddr %[1]s drop; ip6 saddr %[2]s drop; }\n"+
+		" chain out { type filter hook output priority -400; ip daddr %[1]s drop; ip6 daddr %[2]s drop; }\n}\n", lb[0], lb[1])
+	at := time.Now()
+	if out, err := l.ExecInput(context.Background(), lab.GatewayNode, rules, "nft", "-f", "-"); err != nil {
+		t.Fatalf("cut: %v: %s", err, out)
+	}
+	return at
+}
+
 func exec1(t *testing.T, l *lab.Lab, node string, args ...string) string {
 	t.Helper()
 	out, err := l.Exec(context.Background(), node, args...)
@@ -138,14 +152,7 @@ func TestIntegrationBIRDGateway(t *testing.T) {
 	}
 
 	// Cut the link: the gateway drops everything to and from the LB.
-	// One nft transaction, so both families are cut at the same instant.
-	rules := "table inet cut {\n chain in { type filter hook prerouting priority -400; ip saddr " + lb[0].String() +
-		" drop; ip6 saddr " + lb[1].String() + " drop; }\n chain out { type filter hook output priority -400; ip daddr " +
-		lb[0].String() + " drop; ip6 daddr " + lb[1].String() + " drop; }\n}\n"
-	cutAt := time.Now()
-	if out, err := l.ExecInput(context.Background(), lab.GatewayNode, rules, "nft", "-f", "-"); err != nil {
-		t.Fatalf("cut: %v: %s", err, out)
-	}
+	cutAt := cutLink(t, l, lb)
 	limit := detectionTime + time.Second
 	for i := range 2 {
 		bird := waitSince(t, cutAt, limit, "BIRD detects the cut", func() bool { return !bfdUp(t, b, lb[i]) })
@@ -203,13 +210,7 @@ func TestIntegrationStaticGatewayWithBFD(t *testing.T) {
 		waitFor(t, 10*time.Second, "static gateway in the return path", func() bool { return returnPathVia(t, l, gw[i]) })
 		flows(t, l, lab.FlowOptions{VIP: []netip.Addr{vip4, vip6}[i], Port: 5000, Count: 30})
 	}
-	rules := "table inet cut {\n chain in { type filter hook prerouting priority -400; ip saddr " + lb[0].String() +
-		" drop; ip6 saddr " + lb[1].String() + " drop; }\n chain out { type filter hook output priority -400; ip daddr " +
-		lb[0].String() + " drop; ip6 daddr " + lb[1].String() + " drop; }\n}\n"
-	cutAt := time.Now()
-	if out, err := l.ExecInput(context.Background(), lab.GatewayNode, rules, "nft", "-f", "-"); err != nil {
-		t.Fatalf("cut: %v: %s", err, out)
-	}
+	cutAt := cutLink(t, l, lb)
 	for i := range 2 {
 		d := waitSince(t, cutAt, 900*time.Millisecond+time.Second, "static gateway removed", func() bool { return !returnPathVia(t, l, gw[i]) })
 		t.Logf("cut, %v: static gateway out of the return path after %v (detection time 900ms)", gw[i], d.Round(time.Millisecond))

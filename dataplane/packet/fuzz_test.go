@@ -3,20 +3,18 @@ package packet
 import (
 	"encoding/binary"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"unsafe"
 
-	"github.com/gopacket/gopacket/pcapgo"
+	"github.com/sllbrd/sllbrd/internal/testpkt"
 )
 
 func FuzzDecode(f *testing.F) {
 	for _, tc := range decodeCases() {
 		f.Add(tc.pkt)
 	}
-	for _, b := range benchPcapSample(f) {
+	for _, b := range testpkt.PcapSample(f, "../../bench/testdata/*.pcap", 20) {
 		f.Add(b)
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -36,37 +34,6 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Decode(%x) = %+v: %s", b, p, msg)
 		}
 	})
-}
-
-// benchPcapSample returns every 20th packet of the traffic mixes in
-// bench/testdata, the captures the benchmarks run on.
-func benchPcapSample(tb testing.TB) [][]byte {
-	files, _ := filepath.Glob("../../bench/testdata/*.pcap")
-	var out [][]byte
-	for _, name := range files {
-		fh, err := os.Open(name)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		r, err := pcapgo.NewReader(fh)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for i := 0; ; i++ {
-			data, _, err := r.ReadPacketData()
-			if err != nil {
-				break
-			}
-			if i%20 == 0 {
-				out = append(out, data)
-			}
-		}
-		fh.Close()
-	}
-	if len(out) == 0 {
-		tb.Fatal("no packets in bench/testdata/*.pcap")
-	}
-	return out
 }
 
 // TestInvariantsHoldForCases runs the fuzz invariants over the table, so

@@ -1,10 +1,11 @@
-package bench
+package testpkt
 
 import (
 	"bytes"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/gopacket/gopacket"
@@ -50,4 +51,28 @@ func ReadPcap(path string) ([][]byte, error) {
 		}
 		out = append(out, data)
 	}
+}
+
+// PcapSample returns every n-th packet of the pcap files matching glob, for
+// fuzz seeds; it fails tb when none is found.
+func PcapSample(tb interface {
+	Helper()
+	Fatalf(string, ...any)
+}, glob string, n int) [][]byte {
+	tb.Helper()
+	files, _ := filepath.Glob(glob)
+	var out [][]byte
+	for _, name := range files {
+		pkts, err := ReadPcap(name)
+		if err != nil {
+			tb.Fatalf("%v", err)
+		}
+		for i := 0; i < len(pkts); i += n {
+			out = append(out, pkts[i])
+		}
+	}
+	if len(out) == 0 {
+		tb.Fatalf("no packets in %s", glob)
+	}
+	return out
 }
