@@ -17,6 +17,10 @@ const (
 	// 0..max-1. See DefaultMaxEndpoints.
 	AnnotationMaxEndpoints = "meridio-experiment/max-endpoints"
 
+	// AnnotationSCTPHash on a Service chooses the SCTP flow key: "ports"
+	// (default; multihoming-safe) or "addresses-and-ports".
+	AnnotationSCTPHash = "meridio-experiment/sctp-hash"
+
 	// AnnotationNetworks in a Gateway's .spec.infrastructure.annotations is a
 	// JSON list of {"name", "interface"}: the LB's interfaces towards the
 	// targets.

@@ -22,5 +22,6 @@
 // kube.DefaultMaxEndpoints (32); accepted values are 1..kube.MaxMaxEndpoints.
 // GatewayRouter fields left empty get the v1alpha1 Default* values, as the
 // API server would apply them from the CRD. SCTP flows hash on ports only
-// (model.Service.SCTPHashPorts is always true).
+// unless the Service's annotation meridio-experiment/sctp-hash says
+// "addresses-and-ports".
 package translate

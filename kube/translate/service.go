@@ -48,10 +48,16 @@ func translateServices(gw model.Gateway, services []*corev1.Service,
 			set.rejected[svc.Name] = "is invalid: " + err.Error()
 			continue
 		}
+		sctpPorts, err := parseSCTPHash(svc.Annotations)
+		if err != nil {
+			ps.add(KindService, svc, "metadata.annotations["+kube.AnnotationSCTPHash+"]", "%v", err)
+			set.rejected[svc.Name] = "is invalid: " + err.Error()
+			continue
+		}
 		set.accepted = append(set.accepted, model.Service{
 			Name:          svc.Name,
 			MaxEndpoints:  maxEndpoints,
-			SCTPHashPorts: true,
+			SCTPHashPorts: sctpPorts,
 			Endpoints:     translateEndpoints(gw, svc.Name, maxEndpoints, slicesOf(svc.Name, slicesInScope), ps),
 		})
 	}
@@ -68,6 +74,20 @@ func parseMaxEndpoints(annotations map[string]string) (int, error) {
 		return 0, fmt.Errorf("%q is not an integer in 1..%d", raw, kube.MaxMaxEndpoints)
 	}
 	return n, nil
+}
+
+// parseSCTPHash reads how SCTP flows are hashed: "ports" (the default: a
+// multihomed association reaches one target from any of its addresses) or
+// "addresses-and-ports" (like TCP).
+func parseSCTPHash(annotations map[string]string) (portsOnly bool, err error) {
+	switch raw, ok := annotations[kube.AnnotationSCTPHash]; {
+	case !ok || raw == "ports":
+		return true, nil
+	case raw == "addresses-and-ports":
+		return false, nil
+	default:
+		return false, fmt.Errorf("%q is neither \"ports\" nor \"addresses-and-ports\"", raw)
+	}
 }
 
 // slicesOf returns the EndpointSlices labelled as belonging to the Service.
