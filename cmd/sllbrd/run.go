@@ -39,6 +39,7 @@ type daemon struct {
 	uplink    *uplink.Uplink
 	speaker   *bgp.Speaker
 	announced []netip.Addr // VIPs last announced (apply goroutine only)
+	loggedGen uint64       // generation whose problems were logged (apply goroutine only)
 }
 
 func run(ctx context.Context, cfg *config, log *slog.Logger) error {
@@ -156,8 +157,11 @@ func (d *daemon) apply(_ context.Context, want reconcile.Desired) error {
 	res, err := d.prog.Apply(want.State, want.Gateways)
 	d.applies.ObserveApply(res.Generation, want.Changed, time.Now(), err)
 	d.source.setDataplaneProblems(len(res.Problems))
-	for _, p := range res.Problems {
-		d.log.Warn("configuration problem", "generation", res.Generation, "problem", p)
+	if res.Generation != d.loggedGen { // not again on every resync
+		d.loggedGen = res.Generation
+		for _, p := range res.Problems {
+			d.log.Warn("configuration problem", "generation", res.Generation, "problem", p)
+		}
 	}
 	d.announce(res.ServedVIPs, err != nil)
 	if err != nil {
