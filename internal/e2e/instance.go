@@ -60,9 +60,16 @@ type Instance struct {
 // Start runs bin in node with the manifests at path for Gateway sllb-a, one
 // queue per CPU, and extra flags.
 func Start(l *lab.Lab, node, bin, manifests string, extra ...string) (*Instance, error) {
-	args := append([]string{bin, "--manifests", manifests, "--gateway", "sllb-a",
-		"--metrics-address", MetricsAddress, "--drain", "1s", "--log-level", "debug"}, extra...)
-	p, err := l.Start(node, "sllbrd-"+node, args...)
+	return StartWithArgs(l, node, bin, append([]string{"--manifests", manifests}, extra...)...)
+}
+
+// StartWithArgs runs bin in node for Gateway sllb-a, one queue per CPU,
+// with args choosing the configuration source (e.g. "--kubeconfig", path,
+// "--namespace", ns) and any other flags.
+func StartWithArgs(l *lab.Lab, node, bin string, args ...string) (*Instance, error) {
+	argv := append([]string{bin, "--gateway", "sllb-a",
+		"--metrics-address", MetricsAddress, "--drain", "1s", "--log-level", "debug"}, args...)
+	p, err := l.Start(node, "sllbrd-"+node, argv...)
 	if err != nil {
 		return nil, err
 	}

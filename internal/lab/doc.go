@@ -38,6 +38,10 @@
 // rates; ReadProcStats for a process's CPU and RSS. BIRD (StartBIRD) and the
 // baseline's static gateway routes are alternatives: use one or the other.
 //
+// ConnectHost links the test process's own namespace to a node with a veth
+// pair (e.g. so that sllbrd in lb1 reaches a kube-apiserver the test runs);
+// DisconnectHost removes it.
+//
 // Baseline programs plain kernel forwarding (no sllbrd) so the lab can be
 // proven and its packet rate measured as the reference for sllbrd.
 package lab

@@ -2,9 +2,7 @@ package apiserver_test
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,8 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/sllbrd/sllbrd/internal/kubetest"
 	"github.com/sllbrd/sllbrd/kube/apiserver"
-	"github.com/sllbrd/sllbrd/kube/internal/kubetest"
 	"github.com/sllbrd/sllbrd/kube/manifest"
 )
 
@@ -46,10 +44,7 @@ type env struct {
 
 func newEnv(t *testing.T, ns string) *env {
 	t.Helper()
-	sa := kubetest.User{
-		Name:   "system:serviceaccount:" + ns + ":sllbrd",
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns},
-	}
+	sa := kubetest.ServiceAccount(ns, "sllbrd")
 	cp := kubetest.Start(t, sa)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
@@ -64,28 +59,17 @@ func newEnv(t *testing.T, ns string) *env {
 		t.Fatalf("create namespace: %v", err)
 	}
 	crds, _ := filepath.Glob(filepath.Join(deployDir, "crds", "*.yaml"))
-	crds = append(crds, gatewayAPICRDs(t)...)
+	gatewayCRDs, err := kubetest.GatewayAPICRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds = append(crds, gatewayCRDs...)
 	if err := e.client.InstallCRDs(ctx, crds...); err != nil {
 		t.Fatalf("install CRDs: %v", err)
 	}
 	rbac, _ := filepath.Glob(filepath.Join(deployDir, "rbac", "*.yaml"))
 	e.createFiles(rbac...)
 	return e
-}
-
-// gatewayAPICRDs returns the Gateway API CRD files (standard channel) of the
-// gateway-api module in go.mod.
-func gatewayAPICRDs(t *testing.T) []string {
-	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api").Output()
-	if err != nil {
-		t.Fatalf("locate sigs.k8s.io/gateway-api: %v", err)
-	}
-	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "standard")
-	return []string{
-		filepath.Join(dir, "gateway.networking.k8s.io_gatewayclasses.yaml"),
-		filepath.Join(dir, "gateway.networking.k8s.io_gateways.yaml"),
-	}
 }
 
 // createFiles creates every object of the files in the namespace.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -32,21 +33,35 @@ func startProcess(t testing.TB, path string, args []string, logPath string) *pro
 	p := &process{cmd: exec.Command(path, args...), logPath: logPath, done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = log, log
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		log.Close()
+	started := make(chan error, 1)
+	go p.run(started, log)
+	if err := <-started; err != nil {
 		t.Fatalf("kubetest: start %s: %v", path, err)
 	}
-	go func() {
-		p.err = p.cmd.Wait()
-		log.Close()
-		close(p.done)
-	}()
 	t.Cleanup(func() {
 		if err := p.stop(); err != nil {
 			t.Logf("kubetest: stop %s: %v", path, err)
 		}
 	})
 	return p
+}
+
+// run starts the process and waits for it on one locked OS thread. The
+// kernel sends Pdeathsig when the forking thread ends, not the process:
+// Go ends a thread whose goroutine exits while locked to it (tests that
+// enter network namespaces do so), so the forking thread must outlive the
+// child, and a locked goroutine that waits for it guarantees that.
+func (p *process) run(started chan<- error, log *os.File) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer log.Close()
+	if err := p.cmd.Start(); err != nil {
+		started <- err
+		return
+	}
+	started <- nil
+	p.err = p.cmd.Wait()
+	close(p.done)
 }
 
 func (p *process) running() bool {

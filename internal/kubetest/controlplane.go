@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,19 +39,29 @@ type ControlPlane struct {
 	etcd      *process
 	apiserver *process
 	apiArgs   []string
-	host      string // https://127.0.0.1:port
+	addr      netip.Addr // where kube-apiserver listens
+	host      string     // https://addr:port
 	tokens    map[string]string
 }
 
 // Start runs etcd and kube-apiserver for the test, with Admin and users as
 // static-token users, and stops them when the test ends. It skips the test
 // when the binaries are missing (see the package documentation).
+// kube-apiserver listens on 127.0.0.1.
 func Start(t testing.TB, users ...User) *ControlPlane {
 	t.Helper()
+	return StartAt(t, netip.AddrFrom4([4]byte{127, 0, 0, 1}), users...)
+}
+
+// StartAt is Start with kube-apiserver listening on addr, a local address of
+// the test's network namespace (e.g. one end of a veth pair towards a lab
+// namespace); its serving certificate covers addr. etcd stays on loopback.
+func StartAt(t testing.TB, addr netip.Addr, users ...User) *ControlPlane {
+	t.Helper()
 	bin := requireAssets(t)
-	cp := &ControlPlane{t: t, dir: t.TempDir(), bin: bin, tokens: map[string]string{}}
+	cp := &ControlPlane{t: t, dir: t.TempDir(), bin: bin, addr: addr.Unmap(), tokens: map[string]string{}}
 	var err error
-	if cp.pki, err = newPKI(cp.dir); err != nil {
+	if cp.pki, err = newPKI(cp.dir, cp.addr); err != nil {
 		t.Fatalf("kubetest: %v", err)
 	}
 	cp.startEtcd()
@@ -59,10 +70,10 @@ func Start(t testing.TB, users ...User) *ControlPlane {
 	return cp
 }
 
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort(t testing.TB) int {
+// freePort returns a TCP port of addr that was free a moment ago.
+func freePort(t testing.TB, addr netip.Addr) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", netip.AddrPortFrom(addr, 0).String())
 	if err != nil {
 		t.Fatalf("kubetest: free port: %v", err)
 	}
@@ -71,8 +82,9 @@ func freePort(t testing.TB) int {
 }
 
 func (cp *ControlPlane) startEtcd() {
-	client := "http://127.0.0.1:" + strconv.Itoa(freePort(cp.t))
-	peer := "http://127.0.0.1:" + strconv.Itoa(freePort(cp.t))
+	loopback := netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	client := "http://127.0.0.1:" + strconv.Itoa(freePort(cp.t, loopback))
+	peer := "http://127.0.0.1:" + strconv.Itoa(freePort(cp.t, loopback))
 	args := []string{
 		"--name=default", "--data-dir=" + filepath.Join(cp.dir, "etcd"),
 		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
@@ -95,10 +107,10 @@ func (cp *ControlPlane) configureAPIServer(users []User) {
 	if err := os.WriteFile(tokenFile, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		cp.t.Fatalf("kubetest: %v", err)
 	}
-	port := freePort(cp.t)
-	cp.host = "https://127.0.0.1:" + strconv.Itoa(port)
+	port := freePort(cp.t, cp.addr)
+	cp.host = "https://" + netip.AddrPortFrom(cp.addr, uint16(port)).String()
 	cp.apiArgs = append(cp.apiArgs,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--bind-address="+cp.addr.String(), "--advertise-address="+cp.addr.String(),
 		"--secure-port="+strconv.Itoa(port),
 		"--tls-cert-file="+cp.pki.certFile, "--tls-private-key-file="+cp.pki.keyFile,
 		"--cert-dir="+filepath.Join(cp.dir, "certs"),
@@ -109,6 +121,7 @@ func (cp *ControlPlane) configureAPIServer(users []User) {
 		"--service-cluster-ip-range=10.96.0.0/24",
 		"--disable-admission-plugins=ServiceAccount",
 		"--enable-priority-and-fairness=false",
+		"--shutdown-watch-termination-grace-period=2s",
 		"--v=1",
 	)
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -22,9 +23,9 @@ type pki struct {
 	serviceAccountFile string // service-account signing key (private; the public half is derived)
 }
 
-// newPKI writes a CA, a loopback serving certificate signed by it and a
-// service-account key into dir.
-func newPKI(dir string) (*pki, error) {
+// newPKI writes a CA, a serving certificate signed by it for loopback and
+// addr, and a service-account key into dir.
+func newPKI(dir string, addr netip.Addr) (*pki, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("CA key: %w", err)
@@ -60,6 +61,9 @@ func newPKI(dir string) (*pki, error) {
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames:     []string{"localhost"},
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	if !addr.IsLoopback() {
+		tmpl.IPAddresses = append(tmpl.IPAddresses, net.IP(addr.AsSlice()))
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
 	if err != nil {

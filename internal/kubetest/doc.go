@@ -1,0 +1,25 @@
+// Package kubetest runs a real control plane for integration tests: etcd and
+// kube-apiserver built by hack/kube-assets.sh, on loopback ports (or
+// kube-apiserver on a chosen local address, StartAt), with static-token
+// users and RBAC authorization. Kubeconfig writes a user's kubeconfig file
+// for programs under test (sllbrd --kubeconfig); ServiceAccount names the
+// user that RBAC bindings to a ServiceAccount apply to.
+//
+// Promises:
+//   - Start skips the test when the binaries are missing, unless the
+//     environment variable SLLBRD_REQUIRE_KUBE is set, in which case it fails;
+//     without that variable it also skips in -short mode.
+//     The binaries are looked up in $KUBEBUILDER_ASSETS, then in the cache
+//     directory hack/kube-assets.sh writes to.
+//   - Every process started is stopped (by PID) and every file removed when
+//     the test ends, also when it fails.
+//   - StopAPIServer/StartAPIServer restart kube-apiserver on the same address
+//     with the same etcd, so clients reconnect to the same URL. The stop is
+//     kube-apiserver's graceful termination (SIGTERM; open watches are
+//     ended within 2 s), SIGKILL only if it has not exited after 15 s.
+//   - Processes are forked from an OS thread that outlives them, so their
+//     kill-on-parent-death signal fires only when the test process dies
+//     (not when a test's goroutine that entered a namespace ends).
+//   - The serving certificate covers 127.0.0.1, ::1, localhost and the
+//     address given to StartAt.
+package kubetest
