@@ -12,8 +12,9 @@ import (
 // controllerGen is the generator named in kube/api/v1alpha1/doc.go.
 const controllerGen = "sigs.k8s.io/controller-tools/cmd/controller-gen@v0.20.1"
 
-// TestCRDsAreNotStale regenerates the CRDs from kube/api/v1alpha1 into a
-// temporary directory and compares them with deploy/crds.
+// TestCRDsAreNotStale regenerates the CRDs and the deepcopy code from
+// kube/api/v1alpha1 into temporary directories and compares them with
+// deploy/crds and kube/api/v1alpha1/zz_generated.deepcopy.go.
 func TestCRDsAreNotStale(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs controller-gen; skipped in -short mode")
@@ -30,6 +31,18 @@ func TestCRDsAreNotStale(t *testing.T) {
 	gen.Dir = ".."
 	if msg, err := gen.CombinedOutput(); err != nil {
 		t.Fatalf("controller-gen: %v\n%s", err, msg)
+	}
+	objects := t.TempDir()
+	genObjects := exec.Command("go", "run", controllerGen, "object", "paths=./kube/api/...", "output:object:dir="+objects)
+	genObjects.Dir = ".."
+	if msg, err := genObjects.CombinedOutput(); err != nil {
+		t.Fatalf("controller-gen object: %v\n%s", err, msg)
+	}
+	const deepcopy = "zz_generated.deepcopy.go"
+	generated, _ := os.ReadFile(filepath.Join(objects, deepcopy))
+	committed, _ := os.ReadFile(filepath.Join("..", "kube", "api", "v1alpha1", deepcopy))
+	if len(generated) == 0 || !bytes.Equal(generated, committed) {
+		t.Errorf("kube/api/v1alpha1/%s is stale: run `go generate ./kube/api/...`", deepcopy)
 	}
 	want, _ := filepath.Glob(filepath.Join(out, "*.yaml"))
 	have, _ := filepath.Glob(filepath.Join("crds", "*.yaml"))
