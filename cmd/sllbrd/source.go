@@ -77,6 +77,10 @@ func (s *configSource) emit(u manifest.Update) {
 	dataplaneProblems := s.problems["dataplane"]
 	clear(s.problems)
 	s.problems["dataplane"] = dataplaneProblems
+	s.problems["source"] = 0
+	if u.Err != nil {
+		s.problems["source"] = 1 // the latest content is unusable; the last good state stays
+	}
 	for _, p := range u.Problems {
 		s.problems[p.Kind]++
 	}
