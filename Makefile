@@ -19,7 +19,7 @@ deps: ## Install the system packages the tests and the demo use (root, apt).
 
 .PHONY: build
 build: ## Build bin/sllbrd (static, no cgo).
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/sllbrd
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o $(BIN) ./cmd/sllbrd
 
 .PHONY: vet
 vet: ## gofmt check and go vet.
