@@ -8,13 +8,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/sllbrd/sllbrd/internal/netns"
 )
 
 // birdLab is BIRD 2 in network namespace nsPeer and our Server in nsOurs,
@@ -40,41 +39,26 @@ const (
 	labPeer6 = "fd00:99::2"
 )
 
-func run(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
 func newBirdLab(t *testing.T) *birdLab {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("integration test needs root (network namespaces)")
-	}
 	if _, err := exec.LookPath("bird"); err != nil {
 		t.Skip("bird not installed (apt-get install bird2); skipping BIRD interop test")
 	}
 	id := rand.IntN(1 << 20)
-	l := &birdLab{
-		nsOurs: fmt.Sprintf("sllbrd-bfd-%d-a", id), nsPeer: fmt.Sprintf("sllbrd-bfd-%d-b", id),
-		ifOurs: fmt.Sprintf("vbfd%da", id), ifPeer: fmt.Sprintf("vbfd%db", id),
-	}
+	l := &birdLab{ifOurs: fmt.Sprintf("vbfd%da", id), ifPeer: fmt.Sprintf("vbfd%db", id)}
+	l.nsOurs, _ = netns.New(t, "sllbrd-bfd-a")
+	l.nsPeer, _ = netns.New(t, "sllbrd-bfd-b")
 	for _, ns := range []string{l.nsOurs, l.nsPeer} {
-		run(t, "ip", "netns", "add", ns)
-		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
-		run(t, "ip", "-n", ns, "link", "set", "lo", "up")
+		netns.Run(t, "ip", "-n", ns, "link", "set", "lo", "up")
 	}
-	run(t, "ip", "link", "add", l.ifOurs, "netns", l.nsOurs, "type", "veth", "peer", "name", l.ifPeer, "netns", l.nsPeer)
+	netns.Run(t, "ip", "link", "add", l.ifOurs, "netns", l.nsOurs, "type", "veth", "peer", "name", l.ifPeer, "netns", l.nsPeer)
 	for _, a := range [][3]string{{l.nsOurs, l.ifOurs, labOurs4}, {l.nsPeer, l.ifPeer, labPeer4}} {
-		run(t, "ip", "-n", a[0], "addr", "add", a[2]+"/24", "dev", a[1])
+		netns.Run(t, "ip", "-n", a[0], "addr", "add", a[2]+"/24", "dev", a[1])
 	}
-	run(t, "ip", "-n", l.nsOurs, "addr", "add", labOurs6+"/64", "dev", l.ifOurs, "nodad")
-	run(t, "ip", "-n", l.nsPeer, "addr", "add", labPeer6+"/64", "dev", l.ifPeer, "nodad")
-	run(t, "ip", "-n", l.nsOurs, "link", "set", l.ifOurs, "up")
-	run(t, "ip", "-n", l.nsPeer, "link", "set", l.ifPeer, "up")
+	netns.Run(t, "ip", "-n", l.nsOurs, "addr", "add", labOurs6+"/64", "dev", l.ifOurs, "nodad")
+	netns.Run(t, "ip", "-n", l.nsPeer, "addr", "add", labPeer6+"/64", "dev", l.ifPeer, "nodad")
+	netns.Run(t, "ip", "-n", l.nsOurs, "link", "set", l.ifOurs, "up")
+	netns.Run(t, "ip", "-n", l.nsPeer, "link", "set", l.ifPeer, "up")
 	l.startBird(t)
 	return l
 }
@@ -116,9 +100,8 @@ func (l *birdLab) birdState(peer string) (state, line string) {
 	return "", ""
 }
 
-// runServerInNetns runs l.srv with its sockets in l.nsOurs: the goroutine
-// locks its OS thread, enters the namespace and never unlocks, so the
-// thread dies with it.
+// runServerInNetns runs l.srv inside l.nsOurs (netns.Do), so its sockets
+// live there, until the test ends.
 func (l *birdLab) runServerInNetns(t *testing.T) {
 	t.Helper()
 	l.srv = NewServer(WithEventHandler(func(e Event) {
@@ -127,21 +110,17 @@ func (l *birdLab) runServerInNetns(t *testing.T) {
 		l.mu.Unlock()
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
-	done, started := make(chan struct{}), make(chan error, 1)
+	done, entered := make(chan error, 1), make(chan struct{})
 	go func() {
-		defer close(done)
-		runtime.LockOSThread()
-		f, err := os.Open("/run/netns/" + l.nsOurs)
-		if err == nil {
-			err = unix.Setns(int(f.Fd()), unix.CLONE_NEWNET)
-			f.Close()
-		}
-		started <- err
-		if err == nil {
+		done <- netns.Do(l.nsOurs, func() error {
+			close(entered)
 			_ = l.srv.Run(ctx)
-		}
+			return nil
+		})
 	}()
-	if err := <-started; err != nil {
+	select {
+	case <-entered:
+	case err := <-done:
 		t.Fatalf("enter netns: %v", err)
 	}
 	t.Cleanup(func() { cancel(); <-done })

@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sllbrd/sllbrd/internal/netns"
 )
 
 // udpDstPort reads the UDP destination port of an IPv4 payload.
@@ -238,7 +240,7 @@ func TestIntegrationGroup(t *testing.T) {
 	var srcs []netip.Addr
 	for i := range 6 {
 		a := netip.AddrFrom4([4]byte{192, 0, 2, byte(10 + i)})
-		run(t, "ip", "-n", l.client, "addr", "add", a.String()+"/24", "dev", "qc0")
+		netns.Run(t, "ip", "-n", l.client, "addr", "add", a.String()+"/24", "dev", "qc0")
 		srcs = append(srcs, a)
 	}
 	var g *Group

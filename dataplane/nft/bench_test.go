@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/nftables"
+
+	"github.com/sllbrd/sllbrd/internal/netns"
 )
 
 // BenchmarkProgramVIPUpdate measures one incremental Program (replace the
@@ -15,7 +17,7 @@ func BenchmarkProgramVIPUpdate(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("needs root")
 	}
-	_, fd := newNetnsB(b)
+	_, fd := netns.New(b, "sllbrd-k-nft")
 	conn, err := nftables.New(nftables.WithNetNSFd(fd))
 	if err != nil {
 		b.Fatal(err)

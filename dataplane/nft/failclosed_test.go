@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sllbrd/sllbrd/internal/netns"
 )
 
 // lab is client -- lb -- target, with VIP 20.0.0.1 / 2000::1 on the
@@ -18,11 +20,11 @@ type lab struct {
 func newLab(t *testing.T) lab {
 	t.Helper()
 	var l lab
-	l.client, _ = newNetns(t)
-	l.lb, l.lbFD = newNetns(t)
-	l.target, _ = newNetns(t)
+	l.client, _ = netns.New(t, "sllbrd-k-nft")
+	l.lb, l.lbFD = netns.New(t, "sllbrd-k-nft")
+	l.target, _ = netns.New(t, "sllbrd-k-nft")
 	veth := func(a, aIf, b, bIf string) {
-		run(t, "ip", "link", "add", aIf, "netns", a, "type", "veth", "peer", "name", bIf, "netns", b)
+		netns.Run(t, "ip", "link", "add", aIf, "netns", a, "type", "veth", "peer", "name", bIf, "netns", b)
 	}
 	veth(l.client, "c0", l.lb, "l0")
 	veth(l.lb, "l1", l.target, "t0")
@@ -44,7 +46,7 @@ func newLab(t *testing.T) lab {
 		{l.target, "ip route add default via 10.98.0.1"}, {l.target, "ip -6 route add default via fd98::1"},
 	}
 	for _, c := range cmds {
-		inNetns(t, c.ns, strings.Fields(c.args)...)
+		netns.In(t, c.ns, strings.Fields(c.args)...)
 	}
 	return l
 }
@@ -97,7 +99,7 @@ func TestIntegrationFailClosedWithoutReader(t *testing.T) {
 
 // queuedPackets sums the counters of our prerouting chain.
 func queuedPackets(t *testing.T, ns string) int {
-	out := inNetns(t, ns, "nft", "list", "chain", "inet", DefaultTableName, ChainPrerouting)
+	out := netns.In(t, ns, "nft", "list", "chain", "inet", DefaultTableName, ChainPrerouting)
 	total := 0
 	f := strings.Fields(out)
 	for i := 0; i+1 < len(f); i++ {

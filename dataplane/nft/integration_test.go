@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/nftables"
+
+	"github.com/sllbrd/sllbrd/internal/netns"
 )
 
 func newKernelProgrammer(t *testing.T, ns string, fd int) *Programmer {
@@ -45,7 +47,7 @@ type listed struct {
 
 func listTable(t *testing.T, ns string) listed {
 	t.Helper()
-	out := inNetns(t, ns, "nft", "-j", "list", "ruleset")
+	out := netns.In(t, ns, "nft", "-j", "list", "ruleset")
 	var doc struct {
 		Nftables []map[string]json.RawMessage `json:"nftables"`
 	}
@@ -80,13 +82,13 @@ func listTable(t *testing.T, ns string) listed {
 }
 
 func TestIntegrationProgramIdempotentAndIncremental(t *testing.T) {
-	ns, fd := newNetns(t)
+	ns, fd := netns.New(t, "sllbrd-k-nft")
 	p := newKernelProgrammer(t, ns, fd)
 	cfg := Config{VIPs: mustAddrs("20.0.0.1", "2000::1", "20.0.0.2"), Queues: QueueRange{First: 2, Count: 4}, Fanout: true}
 	if err := p.Program(cfg); err != nil {
 		t.Fatalf("Program: %v", err)
 	}
-	t.Logf("\n%s", inNetns(t, ns, "nft", "list", "table", "inet", DefaultTableName))
+	t.Logf("\n%s", netns.In(t, ns, "nft", "list", "table", "inet", DefaultTableName))
 	first := listTable(t, ns)
 	wantRules := map[string]int{ChainPrerouting: 2, ChainOutput: 3, ChainPMTU: 2}
 	for chain, n := range wantRules {

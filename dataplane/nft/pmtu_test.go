@@ -9,6 +9,8 @@ import (
 
 	"github.com/florianl/go-nfqueue/v2"
 	"golang.org/x/sys/unix"
+
+	"github.com/sllbrd/sllbrd/internal/netns"
 )
 
 const testMark = 10001
@@ -39,9 +41,9 @@ func acceptWithMark(t *testing.T, lbFD int, q uint16) {
 // (the kernel verifies ICMPv6 checksums before raw delivery).
 func TestIntegrationPMTUErrorsCarryVIPSource(t *testing.T) {
 	l := newLab(t)
-	inNetns(t, l.lb, "ip", "link", "set", "l1", "mtu", "1280")
-	inNetns(t, l.lb, "sysctl", "-qw", "net.ipv4.fwmark_reflect=1")
-	inNetns(t, l.lb, "sysctl", "-qw", "net.ipv6.fwmark_reflect=1")
+	netns.In(t, l.lb, "ip", "link", "set", "l1", "mtu", "1280")
+	netns.In(t, l.lb, "sysctl", "-qw", "net.ipv4.fwmark_reflect=1")
+	netns.In(t, l.lb, "sysctl", "-qw", "net.ipv6.fwmark_reflect=1")
 	p := newKernelProgrammer(t, l.lb, l.lbFD)
 	cfg := Config{VIPs: mustAddrs("20.0.0.1", "2000::1"), Queues: QueueRange{First: 7, Count: 1}}
 	if err := p.Program(cfg); err != nil {
@@ -57,7 +59,7 @@ func TestIntegrationPMTUErrorsCarryVIPSource(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var icmp net.PacketConn
-			inNetnsDo(t, l.client, func() (err error) {
+			netns.DoOrFail(t, l.client, func() (err error) {
 				icmp, err = net.ListenPacket(tc.icmpNet, "")
 				return err
 			})

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sllbrd/sllbrd/internal/netns"
 )
 
 // ipJSON runs "ip -j ARGS" in ns and renders each object as the listed
@@ -100,7 +102,7 @@ func setupLinks(t *testing.T, ns string) {
 }
 
 func TestIntegrationReconcile(t *testing.T) {
-	ns, fd := newNetns(t)
+	ns, fd := netns.New(t, "sllbrd-k-rt")
 	setupLinks(t, ns)
 	k, err := NewNetlinkKernel(fd)
 	if err != nil {
@@ -163,7 +165,7 @@ func TestIntegrationReconcile(t *testing.T) {
 	})
 
 	// No IPv4 gateway: VIP-sourced traffic hits the blackhole, not main.
-	run(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	netns.Run(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
 	if out, err := exec.Command("ip", "-n", ns, "route", "get", "8.8.8.8", "from", "20.0.0.1", "iif", "p0").CombinedOutput(); err == nil {
 		t.Errorf("traffic from VIP without gateway is routed: %s", out)
 	}

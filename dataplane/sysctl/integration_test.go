@@ -1,61 +1,29 @@
 package sysctl
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
-	"runtime"
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/sllbrd/sllbrd/internal/netns"
 )
 
 // TestIntegrationEnsureInFreshNetns runs Ensure on a thread inside a new
 // network namespace (sllbrd-k-sysctl-PID), so the host is never changed.
 func TestIntegrationEnsureInFreshNetns(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("needs ip(8)")
-	}
-	ns := fmt.Sprintf("sllbrd-k-sysctl-%d", os.Getpid())
-	if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
-
-	type result struct {
-		before, fixed, after []Finding
-		err                  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		// The thread stays locked and dies with the goroutine: it never
-		// returns to the pool while in the test namespace.
-		runtime.LockOSThread()
-		var r result
-		f, err := os.Open("/run/netns/" + ns)
-		if err != nil {
-			done <- result{err: err}
-			return
+	ns, _ := netns.New(t, "sllbrd-k-sysctl")
+	var r struct{ before, fixed, after []Finding }
+	err := netns.Do(ns, func() (err error) {
+		if r.before, err = Ensure(false); err != nil {
+			return err
 		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			done <- result{err: err}
-			return
+		if r.fixed, err = Ensure(true); err != nil {
+			return err
 		}
-		if r.before, r.err = Ensure(false); r.err == nil {
-			if r.fixed, r.err = Ensure(true); r.err == nil {
-				r.after, r.err = Ensure(false)
-			}
-		}
-		done <- r
-	}()
-	r := <-done
-	if r.err != nil {
-		t.Fatalf("Ensure in netns: %v", r.err)
+		r.after, err = Ensure(false)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("Ensure in netns: %v", err)
 	}
 	t.Logf("fresh namespace: %v", r.before)
 	if len(r.before) == 0 {
@@ -73,11 +41,8 @@ func TestIntegrationEnsureInFreshNetns(t *testing.T) {
 		t.Errorf("still wrong after setting: %v", r.after)
 	}
 	for _, s := range Required {
-		out, err := exec.Command("ip", "netns", "exec", ns, "sysctl", "-n", s.Name).Output()
-		if err != nil {
-			t.Fatalf("sysctl -n %s: %v", s.Name, err)
-		}
-		if got := strings.Join(strings.Fields(string(out)), " "); got != s.Want {
+		out := netns.In(t, ns, "sysctl", "-n", s.Name)
+		if got := strings.Join(strings.Fields(out), " "); got != s.Want {
 			t.Errorf("%s = %q in netns, want %q", s.Name, got, s.Want)
 		}
 	}

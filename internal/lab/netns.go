@@ -8,18 +8,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/sllbrd/sllbrd/internal/netns"
 )
 
 // NSPrefix starts the name of every namespace a lab creates.
 const NSPrefix = "sllbrd-lab-"
 
 const (
-	netnsDir       = "/run/netns"
 	commandTimeout = 20 * time.Second
 )
 
@@ -68,7 +66,7 @@ func addNetns(ctx context.Context, ns string) error {
 
 // deleteNetns deletes ns by name; a namespace that does not exist is no error.
 func deleteNetns(ctx context.Context, ns string) error {
-	if _, err := os.Stat(filepath.Join(netnsDir, ns)); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(netns.Dir, ns)); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	_, err := run(ctx, "ip", "netns", "delete", ns)
@@ -77,7 +75,7 @@ func deleteNetns(ctx context.Context, ns string) error {
 
 // ListNetns returns the names of existing namespaces starting with prefix.
 func ListNetns(prefix string) ([]string, error) {
-	entries, err := os.ReadDir(netnsDir)
+	entries, err := os.ReadDir(netns.Dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -109,42 +107,5 @@ func netnsPIDs(ctx context.Context, ns string) ([]int, error) {
 	return pids, nil
 }
 
-// InNetns runs fn on a fresh OS thread that has entered the named network
-// namespace. Sockets fn creates belong to that namespace and may be used from
-// any goroutine afterwards. The thread is locked and never unlocked, so the
-// Go runtime destroys it when fn returns: no other goroutine ever runs in the
-// wrong namespace, even if fn panics (the panic is re-raised in the caller).
-func InNetns(ns string, fn func() error) error {
-	type result struct {
-		err      error
-		panicked any
-	}
-	done := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
-		var res result
-		defer func() {
-			if p := recover(); p != nil {
-				res.panicked = p
-			}
-			done <- res
-		}()
-		f, err := os.Open(filepath.Join(netnsDir, ns))
-		if err != nil {
-			res.err = fmt.Errorf("open netns %s: %w", ns, err)
-			return
-		}
-		err = unix.Setns(int(f.Fd()), unix.CLONE_NEWNET)
-		f.Close()
-		if err != nil {
-			res.err = fmt.Errorf("setns %s: %w", ns, err)
-			return
-		}
-		res.err = fn()
-	}()
-	res := <-done
-	if res.panicked != nil {
-		panic(res.panicked)
-	}
-	return res.err
-}
+// InNetns runs fn on an OS thread switched into namespace ns (see netns.Do).
+func InNetns(ns string, fn func() error) error { return netns.Do(ns, fn) }
