@@ -64,9 +64,8 @@ type Engine struct {
 	routeCounters    *counterSet
 	endpointCounters *counterSet
 
-	mu      sync.Mutex // serialises Build and Commit
-	marks   markPlan   // committed marks
-	options options
+	mu    sync.Mutex // serialises Build and Commit
+	marks markPlan   // committed marks
 }
 
 type decodeErrorCounter struct {
@@ -105,7 +104,6 @@ func NewEngine(opts ...Option) *Engine {
 		routeCounters:    newCounterSet(),
 		endpointCounters: newCounterSet(),
 		marks:            newMarkPlan(o.markFirst, o.markCount),
-		options:          o,
 	}
 	for _, err := range packet.Errors() {
 		e.decodeErrors = append(e.decodeErrors, decodeErrorCounter{err: err})

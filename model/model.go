@@ -143,22 +143,6 @@ type State struct {
 	Routers    []Router
 }
 
-// VIPs returns the distinct destination addresses of all routes, in the
-// order they first appear.
-func (s *State) VIPs() []netip.Addr {
-	seen := make(map[netip.Addr]bool)
-	var out []netip.Addr
-	for _, r := range s.Routes {
-		for _, d := range r.Destinations {
-			if a := d.Addr(); !seen[a] {
-				seen[a] = true
-				out = append(out, a)
-			}
-		}
-	}
-	return out
-}
-
 func itoa(v int) string {
 	if v == 0 {
 		return "0"

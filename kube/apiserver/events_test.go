@@ -18,7 +18,7 @@ import (
 // recorded is one Eventf call.
 type recorded struct {
 	regarding      runtime.Object
-	kind, reason   string
+	reason         string
 	note, eventTyp string
 }
 
