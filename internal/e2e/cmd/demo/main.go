@@ -15,10 +15,6 @@ import (
 	"github.com/sllbrd/sllbrd/internal/lab"
 )
 
-type stepLogger struct{}
-
-func (stepLogger) Logf(string, ...any) {}
-
 func main() {
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "demo: needs root (network namespaces)")
@@ -52,7 +48,7 @@ func run(ctx context.Context) error {
 	}
 
 	step("creating the lab: client -- gateway (BIRD) -- lb1 (sllbrd) -- targets t1 t2 t3")
-	l, err := lab.New(ctx, lab.Options{LBs: 1, Targets: 3, TCPPorts: []uint16{4000, 4001}, UDPPorts: []uint16{4000}, Logger: stepLogger{}})
+	l, err := lab.New(ctx, lab.Options{LBs: 1, Targets: 3, TCPPorts: []uint16{4000, 4001}, UDPPorts: []uint16{4000}})
 	if err != nil {
 		return err
 	}
