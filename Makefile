@@ -46,11 +46,11 @@ bench: ## Benchmarks of the packet path (go test -bench, -benchmem).
 
 .PHONY: demo
 demo: deps ## Build, run sllbrd in a network-namespace lab with BIRD on deploy/examples, send traffic, clean up (root).
-	$(GO) run ./internal/e2e/cmd/demo
+	$(GO) run ./internal/harness/e2e/cmd/demo
 
 .PHONY: bench-e2e
 bench-e2e: deps ## Packets per second through sllbrd vs plain kernel forwarding in the lab, with CPU and RSS (root).
-	$(GO) run ./internal/e2e/cmd/benche2e
+	$(GO) run ./internal/harness/e2e/cmd/benche2e
 
 .PHONY: fuzz
 fuzz: ## Longer fuzzing: FUZZTIME=5m make fuzz.

@@ -1,7 +1,7 @@
 package bench
 
 import (
-	"github.com/sllbrd/sllbrd/internal/testpkt"
+	"github.com/sllbrd/sllbrd/internal/harness/testpkt"
 	"path/filepath"
 	"testing"
 

@@ -3,7 +3,7 @@ package bench
 import (
 	"bytes"
 	"flag"
-	"github.com/sllbrd/sllbrd/internal/testpkt"
+	"github.com/sllbrd/sllbrd/internal/harness/testpkt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"

@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 
-	"github.com/sllbrd/sllbrd/internal/testpkt"
+	"github.com/sllbrd/sllbrd/internal/harness/testpkt"
 )
 
 // The addresses of the mixes; config.go routes them.

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sllbrd/sllbrd/internal/netns"
+	"github.com/sllbrd/sllbrd/internal/harness/netns"
 )
 
 // birdLab is BIRD 2 in network namespace nsPeer and our Server in nsOurs,

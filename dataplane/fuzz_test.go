@@ -3,7 +3,7 @@ package dataplane
 import (
 	"testing"
 
-	"github.com/sllbrd/sllbrd/internal/testpkt"
+	"github.com/sllbrd/sllbrd/internal/harness/testpkt"
 )
 
 // FuzzDecide runs arbitrary bytes through the whole decision: it must never

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/sllbrd/sllbrd/dataplane/nfqueue"
-	"github.com/sllbrd/sllbrd/internal/testpkt"
+	"github.com/sllbrd/sllbrd/internal/harness/testpkt"
 )
 
 func TestQueueHandlerReleasesHeldFragments(t *testing.T) {

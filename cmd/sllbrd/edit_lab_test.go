@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sllbrd/sllbrd/internal/lab"
+	"github.com/sllbrd/sllbrd/internal/harness/lab"
 )
 
 // TestIntegrationInvalidEditKeepsLastGoodState: a manifest edit that cannot

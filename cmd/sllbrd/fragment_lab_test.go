@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/sllbrd/sllbrd/internal/lab"
+	"github.com/sllbrd/sllbrd/internal/harness/lab"
 )
 
 // TestIntegrationFragmentedDatagramsArriveWhole: a 3000-byte UDP datagram

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sllbrd/sllbrd/internal/lab"
-	"github.com/sllbrd/sllbrd/internal/testpkt"
+	"github.com/sllbrd/sllbrd/internal/harness/lab"
+	"github.com/sllbrd/sllbrd/internal/harness/testpkt"
 )
 
 // TestIntegrationICMPErrorsReachTheFlowsTarget: a fragmentation-needed or

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sllbrd/sllbrd/internal/lab"
+	"github.com/sllbrd/sllbrd/internal/harness/lab"
 )
 
 // TestIntegrationTwoInstancesAgree: two sllbrd fed the same manifests send

@@ -18,9 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/sllbrd/sllbrd/internal/e2e"
-	"github.com/sllbrd/sllbrd/internal/kubetest"
-	"github.com/sllbrd/sllbrd/internal/lab"
+	"github.com/sllbrd/sllbrd/internal/harness/e2e"
+	"github.com/sllbrd/sllbrd/internal/harness/kubetest"
+	"github.com/sllbrd/sllbrd/internal/harness/lab"
 )
 
 // kubeNamespace is where the test creates sllbrd's objects.

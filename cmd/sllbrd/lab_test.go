@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sllbrd/sllbrd/internal/e2e"
-	"github.com/sllbrd/sllbrd/internal/lab"
+	"github.com/sllbrd/sllbrd/internal/harness/e2e"
+	"github.com/sllbrd/sllbrd/internal/harness/lab"
 )
 
 // sllbrdBinary is built once per test run by labSetup.

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/sllbrd/sllbrd/internal/e2e"
-	"github.com/sllbrd/sllbrd/internal/lab"
+	"github.com/sllbrd/sllbrd/internal/harness/e2e"
+	"github.com/sllbrd/sllbrd/internal/harness/lab"
 )
 
 // TestIntegrationRoutesSteerTraffic: priority, the tie-break, ports,

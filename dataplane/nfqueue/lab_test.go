@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sllbrd/sllbrd/internal/netns"
+	"github.com/sllbrd/sllbrd/internal/harness/netns"
 )
 
 // lab is a client namespace and a load-balancer namespace joined by a veth

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/nftables"
 
-	"github.com/sllbrd/sllbrd/internal/netns"
+	"github.com/sllbrd/sllbrd/internal/harness/netns"
 )
 
 // BenchmarkProgramVIPUpdate measures one incremental Program (replace the

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sllbrd/sllbrd/internal/netns"
+	"github.com/sllbrd/sllbrd/internal/harness/netns"
 )
 
 // lab is client -- lb -- target, with VIP 20.0.0.1 / 2000::1 on the

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/nftables"
 
-	"github.com/sllbrd/sllbrd/internal/netns"
+	"github.com/sllbrd/sllbrd/internal/harness/netns"
 )
 
 func newKernelProgrammer(t *testing.T, ns string, fd int) *Programmer {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sllbrd/sllbrd/internal/netns"
+	"github.com/sllbrd/sllbrd/internal/harness/netns"
 )
 
 // listenUDP opens a UDP socket on addr inside ns, closed in t.Cleanup.

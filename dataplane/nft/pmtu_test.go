@@ -10,7 +10,7 @@ import (
 	"github.com/florianl/go-nfqueue/v2"
 	"golang.org/x/sys/unix"
 
-	"github.com/sllbrd/sllbrd/internal/netns"
+	"github.com/sllbrd/sllbrd/internal/harness/netns"
 )
 
 const testMark = 10001

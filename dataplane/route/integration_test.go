@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sllbrd/sllbrd/internal/netns"
+	"github.com/sllbrd/sllbrd/internal/harness/netns"
 )
 
 // ipJSON runs "ip -j ARGS" in ns and renders each object as the listed

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sllbrd/sllbrd/internal/netns"
+	"github.com/sllbrd/sllbrd/internal/harness/netns"
 )
 
 // ipIn runs "ip ARGS" inside netns ns.

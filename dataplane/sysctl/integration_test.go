@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sllbrd/sllbrd/internal/netns"
+	"github.com/sllbrd/sllbrd/internal/harness/netns"
 )
 
 // TestIntegrationEnsureInFreshNetns runs Ensure on a thread inside a new

@@ -5,5 +5,7 @@
 //     Kubernetes (k8s.io, sigs.k8s.io), GoBGP, kube or bgp;
 //   - bgp and bfd never depend on each other (cmd/sllbrd wires them);
 //   - model and maglev depend on the standard library only (model may use
-//     nothing but the standard library, so every package can share it).
+//     nothing but the standard library, so every package can share it);
+//   - nothing that ships in bin/sllbrd depends on internal/harness (the lab,
+//     e2e, kubetest, netns and testpkt helpers of the tests).
 package layering

@@ -35,6 +35,17 @@ var rules = []rule{
 	{"model", []string{"k8s.io/", "sigs.k8s.io/", "github.com/"}},
 }
 
+// shipped are the packages linked into the sllbrd binary (and their
+// subpackages): none may depend on the test harness.
+var shipped = []string{"cmd", "dataplane", "maglev", "bfd", "bgp", "kube", "model",
+	"internal/metrics", "internal/reconcile", "internal/uplink"}
+
+func init() {
+	for _, dir := range shipped {
+		rules = append(rules, rule{dir, []string{module + "/internal/harness"}})
+	}
+}
+
 func listPackages(t *testing.T) []pkg {
 	t.Helper()
 	cmd := exec.Command("go", "list", "-deps=false", "-json", module+"/...")
@@ -108,6 +119,8 @@ func TestRulesCatchViolations(t *testing.T) {
 		{pkg{ImportPath: module + "/bgp", Deps: []string{module + "/bfd"}}, 1},
 		{pkg{ImportPath: module + "/bfd", Deps: []string{"golang.org/x/sys/unix"}}, 0},
 		{pkg{ImportPath: module + "/kube", Deps: []string{"k8s.io/api/core/v1"}}, 0},
+		{pkg{ImportPath: module + "/cmd/sllbrd", Deps: []string{module + "/internal/harness/lab"}}, 1},
+		{pkg{ImportPath: module + "/internal/harness/e2e", Deps: []string{module + "/internal/harness/lab"}}, 0},
 	} {
 		if bad, _ := violations(tc.p); len(bad) != tc.want {
 			t.Errorf("violations(%s) = %v, want %d", tc.p.ImportPath, bad, tc.want)

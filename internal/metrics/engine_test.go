@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sllbrd/sllbrd/dataplane"
-	"github.com/sllbrd/sllbrd/internal/testpkt"
+	"github.com/sllbrd/sllbrd/internal/harness/testpkt"
 	"github.com/sllbrd/sllbrd/model"
 )
 

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/sllbrd/sllbrd/internal/kubetest"
+	"github.com/sllbrd/sllbrd/internal/harness/kubetest"
 	"github.com/sllbrd/sllbrd/kube/apiserver"
 	"github.com/sllbrd/sllbrd/kube/manifest"
 )

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sllbrd/sllbrd/internal/e2e"
-	"github.com/sllbrd/sllbrd/internal/lab"
+	"github.com/sllbrd/sllbrd/internal/harness/e2e"
+	"github.com/sllbrd/sllbrd/internal/harness/lab"
 )
 
 // bench is one run: the built binary, its manifests and the lab.

@@ -10,7 +10,7 @@ import (
 )
 
 // ResponderPackage is the import path of the responder command.
-const ResponderPackage = "github.com/sllbrd/sllbrd/internal/lab/cmd/labresponder"
+const ResponderPackage = "github.com/sllbrd/sllbrd/internal/harness/lab/cmd/labresponder"
 
 // ResponderEnv names an environment variable that may hold the path of a
 // prebuilt labresponder (used when Options.ResponderBinary is empty).

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/sllbrd/sllbrd/internal/lab"
+	"github.com/sllbrd/sllbrd/internal/harness/lab"
 )
 
 type stdLogger struct{}

@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sllbrd/sllbrd/internal/e2e"
-	"github.com/sllbrd/sllbrd/internal/lab"
+	"github.com/sllbrd/sllbrd/internal/harness/e2e"
+	"github.com/sllbrd/sllbrd/internal/harness/lab"
 )
 
 func main() {

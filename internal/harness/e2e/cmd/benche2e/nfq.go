@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sllbrd/sllbrd/internal/e2e"
+	"github.com/sllbrd/sllbrd/internal/harness/e2e"
 )
 
 // nfqCounters are sllbrd's nfqueue counters, summed over its queues.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sllbrd/sllbrd/internal/netns"
+	"github.com/sllbrd/sllbrd/internal/harness/netns"
 )
 
 // NSPrefix starts the name of every namespace a lab creates.

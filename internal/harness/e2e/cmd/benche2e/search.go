@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sllbrd/sllbrd/internal/e2e"
+	"github.com/sllbrd/sllbrd/internal/harness/e2e"
 )
 
 // Loss-free search bounds: offered rates in packets per second, the loss

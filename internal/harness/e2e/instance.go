@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sllbrd/sllbrd/internal/lab"
+	"github.com/sllbrd/sllbrd/internal/harness/lab"
 )
 
 // MetricsAddress is where instances serve /metrics inside their namespace.

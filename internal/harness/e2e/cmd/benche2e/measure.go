@@ -6,8 +6,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/sllbrd/sllbrd/internal/e2e"
-	"github.com/sllbrd/sllbrd/internal/lab"
+	"github.com/sllbrd/sllbrd/internal/harness/e2e"
+	"github.com/sllbrd/sllbrd/internal/harness/lab"
 )
 
 // setup is one way the client blasts and lb1 forwards.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sllbrd/sllbrd/internal/e2e"
+	"github.com/sllbrd/sllbrd/internal/harness/e2e"
 )
 
 // profileResult is a flat perf profile of sllbrd under an unbounded blast:

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sllbrd/sllbrd/internal/lab/responder"
+	"github.com/sllbrd/sllbrd/internal/harness/lab/responder"
 )
 
 // Flow is one client flow to a VIP.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/sllbrd/sllbrd/internal/lab/responder"
+	"github.com/sllbrd/sllbrd/internal/harness/lab/responder"
 )
 
 func main() {

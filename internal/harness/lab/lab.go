@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sllbrd/sllbrd/internal/lab/responder"
+	"github.com/sllbrd/sllbrd/internal/harness/lab/responder"
 )
 
 // Lab is one built laboratory. Its methods are safe for concurrent use.

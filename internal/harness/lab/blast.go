@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sllbrd/sllbrd/internal/testpkt"
+	"github.com/sllbrd/sllbrd/internal/harness/testpkt"
 )
 
 // BlastOptions bound a packet blast from the client.
