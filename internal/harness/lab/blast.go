@@ -31,6 +31,9 @@ type BlastOptions struct {
 	// (0: as fast as the client can send). Batches are spaced evenly, so
 	// the load arrives in bursts of at most Batch packets per sender.
 	Rate float64
+	// Stop, when closed, ends the sending early (Duration still bounds it);
+	// the counters are read as usual.
+	Stop <-chan struct{}
 }
 
 // BlastResult is what a blast measured.
@@ -126,7 +129,18 @@ func (l *Lab) Blast(ctx context.Context, o BlastOptions) (BlastResult, error) {
 			unix.Close(s.fd)
 		}
 	}()
-	res.Sent, res.Elapsed, err = runSenders(ctx, senders, o)
+	sendCtx, stopSending := context.WithCancel(ctx)
+	defer stopSending()
+	if o.Stop != nil {
+		go func() {
+			select {
+			case <-o.Stop:
+				stopSending()
+			case <-sendCtx.Done():
+			}
+		}()
+	}
+	res.Sent, res.Elapsed, err = runSenders(sendCtx, senders, o)
 	if err != nil {
 		return res, err
 	}
@@ -314,4 +328,38 @@ func parseNftCounter(js string) (uint64, error) {
 		}
 	}
 	return 0, errors.New("nft json: no counter")
+}
+
+// SendRaw sends whole IP packets (headers included) from node, each towards
+// the destination address in its header, one after the other.
+func (l *Lab) SendRaw(node string, pkts ...[]byte) error {
+	return l.Do(node, func() error {
+		for i, p := range pkts {
+			dst, err := packetDestination(p)
+			if err != nil {
+				return fmt.Errorf("send raw packet %d: %w", i, err)
+			}
+			fd, err := rawSocket(dst)
+			if err != nil {
+				return fmt.Errorf("send raw packet %d: %w", i, err)
+			}
+			_, err = unix.Write(fd, p)
+			unix.Close(fd)
+			if err != nil {
+				return fmt.Errorf("send raw packet %d to %s: %w", i, dst, err)
+			}
+		}
+		return nil
+	})
+}
+
+// packetDestination reads the destination address of an IPv4 or IPv6 packet.
+func packetDestination(p []byte) (netip.Addr, error) {
+	switch {
+	case len(p) >= 20 && p[0]>>4 == 4:
+		return netip.AddrFrom4([4]byte(p[16:20])), nil
+	case len(p) >= 40 && p[0]>>4 == 6:
+		return netip.AddrFrom16([16]byte(p[24:40])), nil
+	}
+	return netip.Addr{}, errors.New("not an IPv4 or IPv6 packet")
 }
