@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"time"
 
 	"github.com/sllbrd/sllbrd/dataplane/nft"
 	"github.com/sllbrd/sllbrd/dataplane/route"
@@ -16,16 +17,37 @@ type RuleProgrammer interface {
 	Cleanup() error
 }
 
-// RouteReconciler programs policy routing (route.Reconciler).
+// RouteReconciler programs policy routing in two phases (route.Reconciler).
 type RouteReconciler interface {
-	Reconcile(endpoints []route.EndpointRoute, paths []route.ReturnPath) error
+	Add(endpoints []route.EndpointRoute, paths []route.ReturnPath) error
+	Prune(endpoints []route.EndpointRoute, paths []route.ReturnPath) error
+	Cleanup() error
 }
 
 // Programmer applies configurations to the engine and the kernel, in the
-// order that never marks a packet for a missing route: build the plan;
-// program the endpoints' policy routes and the return path; commit the plan
-// to the hot path; program the VIP sets and queue rules. It is the only
-// writer to the kernel; its methods must not be called concurrently.
+// order that never routes a marked packet by the main table:
+//
+//  1. build the plan;
+//  2. add the policy routes of its endpoints and of the return path, and of
+//     the endpoints removed less than the grace period ago (route.Add; the
+//     catch-all blackhole for the mark block is in place first);
+//  3. commit the plan to the hot path (no new packet gets a removed mark;
+//     the grace period of the routes removed by this plan starts);
+//  4. program the VIP sets and queue rules (skipped while the catch-all is
+//     not confirmed in place);
+//  5. delete the routes not wanted any more (route.Prune): those of
+//     endpoints whose grace period has ended, and leftovers of a previous
+//     run on the first Apply;
+//  6. release the marks of removed endpoints whose routes are gone, so they
+//     can be given to new endpoints.
+//
+// The grace period is the fragment lifetime (a later fragment reuses the
+// mark of its first fragment that long) plus VerdictMargin. A removed
+// endpoint that comes back within it keeps its mark. Applied.RetireAt says
+// when Apply must run again to delete expired routes.
+//
+// It is the only writer to the kernel; its methods must not be called
+// concurrently.
 type Programmer struct {
 	engine      *Engine
 	rules       RuleProgrammer
@@ -33,16 +55,36 @@ type Programmer struct {
 	queues      nft.QueueRange
 	fanout      bool
 	returnTable uint32
+	now         func() time.Time
+	retired     retiredRoutes
 }
 
+// FirstMark is the first endpoint fwmark: the first of
+// route.DefaultRanges' mark block.
+const FirstMark = 0x10000
+
 // ReturnTable is the default routing table of the return path: the last
-// table of route.DefaultRanges; endpoint marks (and tables) take the rest.
-const ReturnTable = 19999
+// table of route.DefaultRanges; endpoint marks (and their tables, equal to
+// the marks) take the rest of the mark block.
+const ReturnTable = 0x1ffff
+
+// ProgrammerOption configures NewProgrammer.
+type ProgrammerOption func(*Programmer)
+
+// WithClock replaces time.Now for the grace periods.
+func WithClock(now func() time.Time) ProgrammerOption {
+	return func(p *Programmer) { p.now = now }
+}
 
 // NewProgrammer returns a Programmer for engine. The engine's marks must lie
-// in the route reconciler's ranges and must not include returnTable.
-func NewProgrammer(engine *Engine, rules RuleProgrammer, routes RouteReconciler, queues nft.QueueRange, fanout bool, returnTable uint32) *Programmer {
-	return &Programmer{engine: engine, rules: rules, routes: routes, queues: queues, fanout: fanout, returnTable: returnTable}
+// in the route reconciler's mark block and must not include returnTable.
+func NewProgrammer(engine *Engine, rules RuleProgrammer, routes RouteReconciler, queues nft.QueueRange, fanout bool, returnTable uint32, opts ...ProgrammerOption) *Programmer {
+	p := &Programmer{engine: engine, rules: rules, routes: routes, queues: queues, fanout: fanout, returnTable: returnTable,
+		now: time.Now, retired: newRetiredRoutes(engine.fragmentLifetime + VerdictMargin)}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
 }
 
 // Applied describes what Apply programmed.
@@ -52,6 +94,9 @@ type Applied struct {
 	ServedVIPs []netip.Addr // queued and with a ready endpoint: safe to announce
 	Endpoints  int
 	Problems   []error // parts of the configuration left out
+	// RetireAt is when the grace period of a removed endpoint's routes
+	// ends: Apply must run again then to delete them (zero: none pending).
+	RetireAt time.Time
 }
 
 // Apply programs st with gateways as the return path's next hops. On error
@@ -68,20 +113,31 @@ func (p *Programmer) Apply(st *model.State, gateways []route.Nexthop) (Applied, 
 	applied := Applied{Generation: st.Generation, VIPs: plan.VIPs, ServedVIPs: plan.ServedVIPs,
 		Endpoints: len(plan.Endpoints), Problems: plan.Problems}
 
-	endpoints, err := endpointRoutes(st.Gateway, plan.Endpoints)
+	current, err := endpointRoutes(st.Gateway, plan.Endpoints)
 	if err != nil {
 		applied.Problems = append(applied.Problems, err)
 	}
+	endpoints := p.retired.program(current, p.now())
 	paths := []route.ReturnPath{{VIPs: plan.VIPs, Table: p.returnTable, Gateways: gateways}}
-	routeErr := p.routes.Reconcile(endpoints, paths)
+	addErr := p.routes.Add(endpoints, paths)
 	p.engine.Commit(plan)
-	ruleErr := p.rules.Program(nft.Config{VIPs: plan.VIPs, Queues: p.queues, Fanout: p.fanout})
-	return applied, errors.Join(wrap("policy routes", routeErr), wrap("nftables", ruleErr))
+	p.retired.committed(p.now())
+	applied.RetireAt = p.retired.next()
+	ruleErr := errNoCatchAll
+	if !errors.Is(addErr, route.ErrNoCatchAll) {
+		ruleErr = p.rules.Program(nft.Config{VIPs: plan.VIPs, Queues: p.queues, Fanout: p.fanout})
+	}
+	pruneErr := p.routes.Prune(endpoints, paths)
+	p.engine.releaseMarks(p.retired.holds)
+	return applied, errors.Join(wrap("policy routes", addErr), wrap("nftables", ruleErr), wrap("stale policy routes", pruneErr))
 }
 
-// Cleanup removes the rules; the caller removes routes with an empty Reconcile.
+// errNoCatchAll reports the queue rules left as they were.
+var errNoCatchAll = errors.New("not updated: the catch-all blackhole rule is not in place")
+
+// Cleanup removes the rules, then every policy route and rule of ours.
 func (p *Programmer) Cleanup() error {
-	return errors.Join(wrap("nftables", p.rules.Cleanup()), wrap("policy routes", p.routes.Reconcile(nil, nil)))
+	return errors.Join(wrap("nftables", p.rules.Cleanup()), wrap("policy routes", p.routes.Cleanup()))
 }
 
 // endpointRoutes routes every endpoint slot through the Gateway's network

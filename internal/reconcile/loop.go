@@ -56,7 +56,8 @@ type Loop struct {
 
 	mu      sync.Mutex
 	desired Desired
-	pending bool // desired changed since the last apply started
+	pending bool      // desired changed since the last apply started
+	rerun   time.Time // earliest re-apply asked for with RunBy (zero: none)
 	status  Status
 }
 
@@ -117,6 +118,30 @@ func (l *Loop) SetGateways(gws []route.Nexthop) {
 	l.wake()
 }
 
+// RunBy asks for another apply of the current desired state at t at the
+// latest, e.g. for a step the apply deferred (dataplane routes kept for a
+// grace period). Call it from the ApplyFunc: it takes effect when that
+// apply returns (called at another time, after the next apply).
+func (l *Loop) RunBy(t time.Time) {
+	l.mu.Lock()
+	if l.rerun.IsZero() || t.Before(l.rerun) {
+		l.rerun = t
+	}
+	l.mu.Unlock()
+}
+
+// sooner returns wait, or less when RunBy asked for an earlier apply; it
+// consumes the request.
+func (l *Loop) sooner(wait time.Duration) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.rerun.IsZero() {
+		wait = min(wait, max(time.Until(l.rerun), 0))
+		l.rerun = time.Time{}
+	}
+	return wait
+}
+
 // Status returns the loop's progress.
 func (l *Loop) Status() Status {
 	l.mu.Lock()
@@ -159,7 +184,7 @@ func (l *Loop) Run(ctx context.Context) error {
 		}
 		last = time.Now()
 		err := l.apply(ctx, d)
-		timer.Reset(l.finish(d, err))
+		timer.Reset(l.sooner(l.finish(d, err)))
 	}
 }
 

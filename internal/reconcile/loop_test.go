@@ -17,12 +17,16 @@ type recorder struct {
 	applied []Desired
 	fail    int // fail this many applies first
 	notify  chan struct{}
+	during  func() // called inside every apply, if set
 }
 
 func (r *recorder) apply(_ context.Context, d Desired) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	defer func() { r.notify <- struct{}{} }()
+	if r.during != nil {
+		r.during()
+	}
 	if r.fail > 0 {
 		r.fail--
 		return errors.New("kernel says no")
@@ -136,5 +140,29 @@ func TestGatewayChangeReapplies(t *testing.T) {
 	time.Sleep(60 * time.Millisecond)
 	if _, n := r.last(); n != 2 {
 		t.Errorf("applies = %d, want 2", n)
+	}
+}
+
+// TestRunByReapplies: an apply that asks for another run by a time gets it,
+// with the same desired state, though nothing changed and resync is off.
+func TestRunByReapplies(t *testing.T) {
+	r := &recorder{}
+	var l *Loop
+	asked := false
+	r.during = func() {
+		if !asked {
+			asked = true
+			l.RunBy(time.Now().Add(30 * time.Millisecond))
+		}
+	}
+	l = start(t, r, WithResync(0))
+	l.SetState(gen(4), time.Now())
+	wait(t, r, func() bool { _, n := r.last(); return n == 2 })
+	if d, _ := r.last(); d.State.Generation != 4 {
+		t.Errorf("re-applied generation %d, want 4", d.State.Generation)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, n := r.last(); n != 2 {
+		t.Errorf("%d applies, want 2: one request, one re-apply", n)
 	}
 }
