@@ -19,7 +19,27 @@
 //     routes of Plan.Endpoints before Commit, so no packet is ever marked for
 //     a route that does not exist yet.
 //   - Fwmarks are stable: an endpoint slot (Service, identifier) keeps its
-//     mark across reloads for as long as it exists.
+//     mark across reloads for as long as it exists. Endpoint marks lie in
+//     one aligned block (default 0x10000/0xffff0000, WithMarks; an
+//     endpoint's routing table number equals its mark). The mark of a slot
+//     that leaves the configuration stays held: it is never given to another
+//     slot until Programmer has deleted its routes, and the slot takes it
+//     back if it returns before.
+//   - Programmer.Apply never lets a marked packet be routed by the main
+//     table. The route package keeps one catch-all rule "fwmark
+//     0x10000/0xffff0000 blackhole" after the per-mark rules, installed
+//     before anything is queued and kept for the process's life, so a mark
+//     without its rule is dropped. Apply runs in two phases: add the new
+//     rules and routes (with those of removed endpoints still in their grace
+//     period), commit the plan, program the queue rules, then delete what is
+//     no longer wanted and release the marks of deleted routes. A removed
+//     endpoint's routes are kept for the grace period after the commit
+//     without it: the fragment lifetime plus VerdictMargin (3 s by default),
+//     covering later fragments that reuse a remembered mark and verdicts of
+//     packets decided on the previous snapshot. Applied.RetireAt says when
+//     Apply must run again to delete them (sllbrd's reconcile loop schedules
+//     it). After a restart, routes left by the previous run are deleted by
+//     the first Apply, once its own routes are added and its plan committed.
 //   - Before the first Commit every packet is dropped (ReasonNotConfigured).
 //
 // # Flow keys

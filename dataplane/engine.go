@@ -66,6 +66,8 @@ type Engine struct {
 
 	mu    sync.Mutex // serialises Build and Commit
 	marks markPlan   // committed marks
+
+	fragmentLifetime time.Duration // how long a first fragment's mark is reused
 }
 
 type decodeErrorCounter struct {
@@ -83,7 +85,9 @@ type options struct {
 type Option func(*options)
 
 // WithMarks sets the fwmark range endpoints take their marks from
-// (default 10000..19998: route.DefaultRanges less ReturnTable).
+// (default 0x10000..0x1fffe: route.DefaultRanges' mark block less its last
+// mark, ReturnTable, which is a table, not a mark). The range must lie in
+// the route reconciler's mark block.
 func WithMarks(first, count uint32) Option {
 	return func(o *options) { o.markFirst, o.markCount = first, count }
 }
@@ -95,15 +99,19 @@ func WithFragments(capacity int, lifetime time.Duration) Option {
 
 // NewEngine returns an engine that drops everything until the first Commit.
 func NewEngine(opts ...Option) *Engine {
-	o := options{markFirst: 10000, markCount: ReturnTable - 10000, fragmentCapacity: 16384, fragmentLifetime: 2 * time.Second}
+	o := options{markFirst: FirstMark, markCount: ReturnTable - FirstMark, fragmentCapacity: 16384, fragmentLifetime: 2 * time.Second}
 	for _, f := range opts {
 		f(&o)
+	}
+	if o.fragmentLifetime <= 0 {
+		o.fragmentLifetime = 2 * time.Second // what the fragment table uses then
 	}
 	e := &Engine{
 		fragments:        fragment.New(o.fragmentCapacity, fragment.WithLifetime(o.fragmentLifetime)),
 		routeCounters:    newCounterSet(),
 		endpointCounters: newCounterSet(),
 		marks:            newMarkPlan(o.markFirst, o.markCount),
+		fragmentLifetime: o.fragmentLifetime,
 	}
 	for _, err := range packet.Errors() {
 		e.decodeErrors = append(e.decodeErrors, decodeErrorCounter{err: err})

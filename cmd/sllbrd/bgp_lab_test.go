@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sllbrd/sllbrd/dataplane"
 	"github.com/sllbrd/sllbrd/internal/harness/e2e"
 	"github.com/sllbrd/sllbrd/internal/harness/lab"
 )
@@ -117,7 +118,7 @@ func returnPathVia(t *testing.T, l *lab.Lab, gw netip.Addr) bool {
 	if gw.Is6() {
 		fam = "-6"
 	}
-	return strings.Contains(exec1(t, l, lab.LBName(1), "ip", fam, "route", "show", "table", "19999"), "via "+gw.String())
+	return strings.Contains(exec1(t, l, lab.LBName(1), "ip", fam, "route", "show", "table", fmt.Sprint(dataplane.ReturnTable)), "via "+gw.String())
 }
 
 // TestIntegrationBIRDGateway: sllbrd peers with BIRD configured like

@@ -155,6 +155,9 @@ func (d *daemon) run(ctx context.Context) error {
 // apply is the reconcile loop's only action: program the dataplane.
 func (d *daemon) apply(_ context.Context, want reconcile.Desired) error {
 	res, err := d.prog.Apply(want.State, want.Gateways)
+	if !res.RetireAt.IsZero() { // removed endpoints' routes are due for deletion then
+		d.loop.RunBy(res.RetireAt)
+	}
 	d.applies.ObserveApply(res.Generation, want.Changed, time.Now(), err)
 	d.source.setDataplaneProblems(len(res.Problems))
 	if res.Generation != d.loggedGen { // not again on every resync

@@ -8,6 +8,7 @@ import (
 )
 
 type desiredState struct {
+	catchAll       []Rule // one per family: fwmark Marks.Value/Marks.Mask blackhole
 	rules          []Rule
 	routes         []Route
 	endpointTables map[uint32]uint32 // table -> the mark routed by it
@@ -17,6 +18,10 @@ type desiredState struct {
 // reporting) invalid or conflicting objects.
 func (rc *Reconciler) desired(endpoints []EndpointRoute, paths []ReturnPath) (desiredState, []error) {
 	d := desiredState{endpointTables: map[uint32]uint32{}}
+	for _, fam := range []Family{IPv4, IPv6} {
+		d.catchAll = append(d.catchAll, Rule{Family: fam, Priority: rc.ranges.Priorities.Min + catchAllRuleOffset,
+			Mark: rc.ranges.Marks.Value, Mask: rc.ranges.Marks.Mask, Blackhole: true})
+	}
 	var errs []error
 	links := map[string]uint32{}
 	marks := map[markFamily]netip.Addr{}
@@ -58,7 +63,8 @@ func (rc *Reconciler) addEndpoint(d *desiredState, links map[string]uint32, mark
 		return err
 	}
 	marks[markFamily{e.Mark, fam}], d.endpointTables[e.Table] = via, e.Mark
-	d.rules = append(d.rules, Rule{Family: fam, Priority: rc.ranges.Priorities.Min, Mark: e.Mark, Table: e.Table})
+	d.rules = append(d.rules, Rule{Family: fam, Priority: rc.ranges.Priorities.Min + markRuleOffset,
+		Mark: e.Mark, Mask: exactMask, Table: e.Table})
 	d.routes = append(d.routes, Route{Family: fam, Table: e.Table, Metric: GatewayMetric,
 		Hops: []Hop{{Gateway: via, IfIndex: idx}}},
 		Route{Family: fam, Table: e.Table, Metric: BlackholeMetric, Blackhole: true})
@@ -89,7 +95,7 @@ func (rc *Reconciler) addReturnPath(d *desiredState, links map[string]uint32, ta
 		v = v.Unmap().WithZone("")
 		fam := familyOf(v)
 		families[fam] = true
-		d.rules = append(d.rules, Rule{Family: fam, Priority: rc.ranges.Priorities.Min + 1,
+		d.rules = append(d.rules, Rule{Family: fam, Priority: rc.ranges.Priorities.Min + fromVIPRuleOffset,
 			Src: netip.PrefixFrom(v, v.BitLen()), Table: p.Table})
 	}
 	for _, fam := range []Family{IPv4, IPv6} {

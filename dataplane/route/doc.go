@@ -2,40 +2,56 @@
 // (one routing table per endpoint) and how VIP-sourced traffic leaves (a
 // return-path table per group of gateways).
 //
-// A Reconciler makes the kernel match a desired set, given as
-// []EndpointRoute and []ReturnPath, every time Reconcile is called:
+// The desired set is given as []EndpointRoute and []ReturnPath:
 //
-//   - per EndpointRoute: "ip rule fwmark MARK/0xffffffff lookup TABLE" at
+//   - always, per family: the catch-all "ip rule fwmark VALUE/MASK
+//     blackhole" (Ranges.Marks, an aligned block of marks) at priority
+//     Ranges.Priorities.Min+1, after the fwmark rules: a packet carrying a
+//     mark of the block that has no rule of its own is dropped, never routed
+//     by the main table;
+//   - per EndpointRoute: "ip rule fwmark MARK lookup TABLE" (exact mark) at
 //     priority Ranges.Priorities.Min, in the family of Via, and
 //     "default via VIA dev INTERFACE" (metric GatewayMetric) in TABLE, plus
 //     a "blackhole default" (metric BlackholeMetric): a marked packet whose
 //     endpoint route is missing (e.g. the kernel removed it when the link
 //     went down) is dropped, never routed by the main table;
 //   - per ReturnPath and VIP: "ip rule from VIP lookup TABLE" at priority
-//     Ranges.Priorities.Min+1 (after the fwmark rules, so a marked packet
-//     from a VIP to a VIP still follows its mark); TABLE holds, per family
-//     that has a VIP, a default route over the gateways of that family (one
-//     next hop, or ECMP multipath when several) with metric GatewayMetric,
-//     and always a "blackhole default" with metric BlackholeMetric, so that
-//     VIP-sourced traffic is dropped, never routed by the main table, when
-//     no gateway is up.
+//     Ranges.Priorities.Min+2 (after the fwmark rules and the catch-all, so a
+//     marked packet from a VIP to a VIP still follows its mark); TABLE holds,
+//     per family that has a VIP, a default route over the gateways of that
+//     family (one next hop, or ECMP multipath when several) with metric
+//     GatewayMetric, and always a "blackhole default" with metric
+//     BlackholeMetric, so that VIP-sourced traffic is dropped, never routed
+//     by the main table, when no gateway is up.
+//
+// Two phases. Add installs the catch-all first, then creates or replaces
+// the desired routes and adds the desired rules; it deletes nothing. Prune
+// deletes our rules, then our routes, that the desired set does not hold;
+// it keeps the catch-all. A caller that switches packets to a new set of
+// marks calls Add, switches (commits its snapshot), and calls Prune only for
+// marks no packet can carry any more: dataplane.Programmer keeps a removed
+// endpoint's route in the desired set for a grace period first. A mark
+// that is given a new gateway has its route replaced in place (never
+// deleted and re-added), and the neighbour entry of the old gateway on the
+// old interface is flushed. Cleanup deletes all of ours, the catch-all
+// last. Add wraps ErrNoCatchAll when the catch-all could not be confirmed
+// in place: the caller must then queue nothing new.
 //
 // Ownership. Only objects in our ranges are ever changed: a rule is ours
-// when its priority is in Ranges.Priorities and its table in Ranges.Tables;
-// a route is ours when its table is in Ranges.Tables. Ours but not desired
-// is deleted (on the first call this removes what a previous run left);
+// when its priority is in Ranges.Priorities and it either looks up a table
+// in Ranges.Tables or is a blackhole rule; a route is ours when its table
+// is in Ranges.Tables. Ours but not desired is deleted by Prune (on the
+// first Prune of a process this removes what a previous run left);
 // everything else is never touched. Marks and tables given by the caller
-// must lie in Ranges.Marks and Ranges.Tables; DefaultRanges uses marks and
-// tables 10000-19999 and rule priorities 10000-10099 (before the main
-// table's rule at 32766, after the local table's at 0).
+// must lie in Ranges.Marks and Ranges.Tables. DefaultRanges: the mark block
+// 0x10000/0xffff0000 (marks 65536-131071), tables 65536-131071 and rule
+// priorities 10000-10099 (before the main table's rule at 32766, after the
+// local table's at 0).
 //
-// When an endpoint table's gateway changes (a new IP for the same mark),
-// the neighbour entry of the old IP on the old interface is flushed.
-//
-// Reconcile is idempotent. Routes are written before rules and rules are
-// deleted before routes, so a rule never points at a table being emptied.
-// A failing object does not stop the others: every error is reported,
-// wrapped with the object that failed, in one joined error.
+// Add and Prune are idempotent. Rules are deleted before routes, so a rule
+// never points at a table being emptied. A failing object does not stop the
+// others: every error is reported, wrapped with the object that failed, in
+// one joined error.
 //
 // The kernel is reached through the Kernel interface; NewNetlinkKernel
 // implements it with rtnetlink (optionally in another network namespace).

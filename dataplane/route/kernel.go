@@ -23,27 +23,39 @@ func familyOf(a netip.Addr) Family {
 	return IPv6
 }
 
-// Rule is a policy routing rule as this package sees it: lookup Table for
-// packets matching Mark (when non-zero, mask 0xffffffff) and Src (when
-// valid).
+// Rule is a policy routing rule as this package sees it: packets matching
+// Mark/Mask (when Mark is non-zero) and Src (when valid) look up Table, or
+// are dropped when Blackhole is set (action blackhole, Table 0).
 type Rule struct {
-	Family   Family
-	Priority uint32
-	Mark     uint32
-	Src      netip.Prefix
-	Table    uint32
+	Family    Family
+	Priority  uint32
+	Mark      uint32
+	Mask      uint32 // with Mark; 0xffffffff for one mark
+	Src       netip.Prefix
+	Table     uint32
+	Blackhole bool
 }
+
+// exactMask selects one fwmark.
+const exactMask = 0xffffffff
 
 func (r Rule) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "rule v%d pref %d", r.Family, r.Priority)
 	if r.Mark != 0 {
-		fmt.Fprintf(&b, " fwmark %d", r.Mark)
+		fmt.Fprintf(&b, " fwmark %#x", r.Mark)
+		if r.Mask != exactMask {
+			fmt.Fprintf(&b, "/%#x", r.Mask)
+		}
 	}
 	if r.Src.IsValid() {
 		fmt.Fprintf(&b, " from %s", r.Src)
 	}
-	fmt.Fprintf(&b, " lookup %d", r.Table)
+	if r.Blackhole {
+		b.WriteString(" blackhole")
+	} else {
+		fmt.Fprintf(&b, " lookup %d", r.Table)
+	}
 	return b.String()
 }
 

@@ -63,9 +63,9 @@ func afOf(f Family) uint8 {
 
 func ipOf(a netip.Addr) net.IP { return net.IP(a.AsSlice()) }
 
-// Rules implements Kernel; rules with actions other than "lookup" or
-// selectors we do not use are returned with a zero Table, so they are
-// never mistaken for ours.
+// Rules implements Kernel; rules with actions other than "lookup" and
+// "blackhole", or with selectors we do not use, are returned with a zero
+// Table and Blackhole unset, so they are never mistaken for ours.
 func (k *NetlinkKernel) Rules() ([]Rule, error) {
 	msgs, err := k.rt.Rule.List()
 	if err != nil {
@@ -85,7 +85,7 @@ func ruleFromMessage(m rtnetlink.RuleMessage) (Rule, bool) {
 	if a == nil || (m.Family != unix.AF_INET && m.Family != unix.AF_INET6) {
 		return Rule{}, false
 	}
-	r := Rule{Family: IPv4, Table: uint32(m.Table)}
+	r := Rule{Family: IPv4, Table: uint32(m.Table), Blackhole: m.Action == unix.FR_ACT_BLACKHOLE}
 	if m.Family == unix.AF_INET6 {
 		r.Family = IPv6
 	}
@@ -96,32 +96,41 @@ func ruleFromMessage(m rtnetlink.RuleMessage) (Rule, bool) {
 		r.Table = *a.Table
 	}
 	if a.FwMark != nil {
-		r.Mark = *a.FwMark
+		r.Mark, r.Mask = *a.FwMark, exactMask
+		if a.FwMask != nil {
+			r.Mask = *a.FwMask
+		}
 	}
 	if a.Src != nil {
 		if ip, ok := netip.AddrFromSlice(*a.Src); ok {
 			r.Src = netip.PrefixFrom(ip.Unmap(), int(m.SrcLength))
 		}
 	}
-	foreign := m.Action != unix.FR_ACT_TO_TBL || m.DstLength != 0 || m.TOS != 0 ||
-		(a.FwMask != nil && *a.FwMask != 0xffffffff) || a.IIFName != nil || a.OIFName != nil ||
+	foreign := (m.Action != unix.FR_ACT_TO_TBL && m.Action != unix.FR_ACT_BLACKHOLE) || m.DstLength != 0 || m.TOS != 0 ||
+		a.IIFName != nil || a.OIFName != nil ||
 		a.IPProto != nil || a.SPortRange != nil || a.DPortRange != nil || a.UIDRange != nil ||
 		a.SuppressPrefixLen != nil && *a.SuppressPrefixLen != 0xffffffff || m.Flags&unix.FIB_RULE_INVERT != 0
 	if foreign {
-		r.Table = 0
+		r.Table, r.Blackhole = 0, false
 	}
 	return r, true
 }
 
 func ruleMessage(r Rule) *rtnetlink.RuleMessage {
-	prio, table := r.Priority, r.Table
+	prio := r.Priority
 	m := &rtnetlink.RuleMessage{Family: afOf(r.Family), Action: unix.FR_ACT_TO_TBL,
-		Attributes: &rtnetlink.RuleAttributes{Priority: &prio, Table: &table}}
-	if table < 256 {
-		m.Table = uint8(table)
+		Attributes: &rtnetlink.RuleAttributes{Priority: &prio}}
+	if r.Blackhole {
+		m.Action = unix.FR_ACT_BLACKHOLE
+	} else {
+		table := r.Table
+		m.Attributes.Table = &table
+		if table < 256 {
+			m.Table = uint8(table)
+		}
 	}
 	if r.Mark != 0 {
-		mark, mask := r.Mark, uint32(0xffffffff)
+		mark, mask := r.Mark, r.Mask
 		m.Attributes.FwMark, m.Attributes.FwMask = &mark, &mask
 	}
 	if r.Src.IsValid() {

@@ -33,22 +33,28 @@ func New(k Kernel, opts ...Option) (*Reconciler, error) {
 // Ranges returns the ranges in use.
 func (rc *Reconciler) Ranges() Ranges { return rc.ranges }
 
-// Reconcile makes the kernel match endpoints and paths; see the package
-// documentation. Invalid or conflicting objects are skipped and reported;
-// the rest is applied.
-func (rc *Reconciler) Reconcile(endpoints []EndpointRoute, paths []ReturnPath) error {
+// ErrNoCatchAll is wrapped by Add's error when the catch-all blackhole
+// rules could not be confirmed in place: until they are, a mark without a
+// table would be routed by the main table, so nothing must be newly queued.
+var ErrNoCatchAll = errors.New("catch-all blackhole rule for the mark block not in place")
+
+// Add is the first phase: it installs the catch-all blackhole rules, then
+// creates or replaces the routes and adds the rules of endpoints and paths.
+// It deletes nothing, so objects of a previous Add that are not given again
+// stay until Prune. Invalid or conflicting objects are skipped and
+// reported; the rest is applied.
+func (rc *Reconciler) Add(endpoints []EndpointRoute, paths []ReturnPath) error {
 	want, errs := rc.desired(endpoints, paths)
 	have, err := rc.observe()
 	if err != nil {
-		return errors.Join(append(errs, err)...)
+		return errors.Join(append(errs, fmt.Errorf("%w: %w", ErrNoCatchAll, err))...)
 	}
-	wantRoutes := map[routeKey]Route{}
-	for _, r := range want.routes {
-		wantRoutes[r.key()] = r
-	}
-	wantRules := map[Rule]bool{}
-	for _, r := range want.rules {
-		wantRules[r] = true
+	for _, r := range want.catchAll {
+		if !have.rules[r] {
+			if err := rc.kernel.AddRule(r); err != nil {
+				errs = append(errs, fmt.Errorf("%w: add %s: %w", ErrNoCatchAll, r, err))
+			}
+		}
 	}
 	for _, r := range want.routes {
 		old, exists := have.routes[r.key()]
@@ -70,15 +76,51 @@ func (rc *Reconciler) Reconcile(endpoints []EndpointRoute, paths []ReturnPath) e
 			}
 		}
 	}
+	return errors.Join(errs...)
+}
+
+// Prune is the second phase: it deletes our rules and routes that endpoints
+// and paths (the same as given to Add) do not want, rules before routes.
+// The catch-all stays. Only deletion failures are reported (Add reported
+// the invalid objects).
+func (rc *Reconciler) Prune(endpoints []EndpointRoute, paths []ReturnPath) error {
+	want, _ := rc.desired(endpoints, paths)
+	keepRules := map[Rule]bool{}
+	for _, r := range append(want.catchAll, want.rules...) {
+		keepRules[r] = true
+	}
+	keepRoutes := map[routeKey]bool{}
+	for _, r := range want.routes {
+		keepRoutes[r.key()] = true
+	}
+	return rc.remove(func(r Rule) bool { return keepRules[r] }, func(r Route) bool { return keepRoutes[r.key()] })
+}
+
+// Cleanup deletes every rule and route of ours: rules, then routes, then
+// the catch-all last, so a marked packet is dropped until the very end.
+func (rc *Reconciler) Cleanup() error {
+	if err := rc.remove(func(r Rule) bool { return r.Blackhole }, func(Route) bool { return false }); err != nil {
+		return err
+	}
+	return rc.remove(func(Rule) bool { return false }, func(Route) bool { return false })
+}
+
+// remove deletes our rules, then our routes, that keep does not want.
+func (rc *Reconciler) remove(keepRule func(Rule) bool, keepRoute func(Route) bool) error {
+	have, err := rc.observe()
+	if err != nil {
+		return err
+	}
+	var errs []error
 	for r := range have.rules {
-		if !wantRules[r] {
+		if !keepRule(r) {
 			if err := rc.kernel.DeleteRule(r); err != nil {
 				errs = append(errs, fmt.Errorf("delete stale %s: %w", r, err))
 			}
 		}
 	}
-	for k, r := range have.routes {
-		if _, ok := wantRoutes[k]; !ok {
+	for _, r := range have.routes {
+		if !keepRoute(r) {
 			if err := rc.kernel.DeleteRoute(r); err != nil {
 				errs = append(errs, fmt.Errorf("delete stale %s: %w", r, err))
 			}
@@ -118,7 +160,7 @@ func (rc *Reconciler) observe() (observed, error) {
 		return o, fmt.Errorf("list rules: %w", err)
 	}
 	for _, r := range rules {
-		if rc.ranges.Priorities.Contains(r.Priority) && rc.ranges.Tables.Contains(r.Table) {
+		if rc.ours(r) {
 			o.rules[r] = true
 		}
 	}
@@ -133,4 +175,10 @@ func (rc *Reconciler) observe() (observed, error) {
 		}
 	}
 	return o, nil
+}
+
+// ours reports whether r is in our ranges: its priority is ours and it
+// either looks up one of our tables or is a blackhole rule.
+func (rc *Reconciler) ours(r Rule) bool {
+	return rc.ranges.Priorities.Contains(r.Priority) && (r.Blackhole || rc.ranges.Tables.Contains(r.Table))
 }

@@ -32,19 +32,56 @@ type Range struct{ Min, Max uint32 }
 // Contains reports whether v is in r.
 func (r Range) Contains(v uint32) bool { return r.Min <= v && v <= r.Max }
 
-// Ranges are the numbers this package owns.
-type Ranges struct {
-	Marks      Range // fwmarks of endpoint rules
-	Tables     Range // routing tables (endpoint and return-path)
-	Priorities Range // rule priorities; Min: fwmark rules, Min+1: from-VIP rules
+// MarkBlock is an aligned block of fwmarks: every mark m with
+// m&Mask == Value, i.e. Value..Value|^Mask. Mask is a prefix mask (ones
+// from the most significant bit down) and Value has no bit outside it, so
+// the block is contiguous and one rule "fwmark Value/Mask" matches exactly
+// its marks.
+type MarkBlock struct{ Value, Mask uint32 }
+
+// Contains reports whether mark is in b.
+func (b MarkBlock) Contains(mark uint32) bool { return mark&b.Mask == b.Value }
+
+// Last returns the highest mark of b.
+func (b MarkBlock) Last() uint32 { return b.Value | ^b.Mask }
+
+func (b MarkBlock) String() string { return fmt.Sprintf("%#x/%#x", b.Value, b.Mask) }
+
+func (b MarkBlock) validate() error {
+	inverted := ^b.Mask
+	switch {
+	case b.Mask == 0 || inverted&(inverted+1) != 0:
+		return fmt.Errorf("%w: mark block %v: the mask is not a prefix mask", ErrInvalid, b)
+	case b.Value == 0 || b.Value&inverted != 0:
+		return fmt.Errorf("%w: mark block %v: the value must be non-zero and inside the mask", ErrInvalid, b)
+	}
+	return nil
 }
 
-// DefaultRanges: marks and tables 10000-19999, rule priorities 10000-10099.
+// Ranges are the numbers this package owns.
+type Ranges struct {
+	Marks  MarkBlock // fwmarks of endpoint rules; the catch-all matches the whole block
+	Tables Range     // routing tables (endpoint and return-path)
+	// Priorities of rules: Min: fwmark rules, Min+1: the catch-all
+	// blackhole, Min+2: from-VIP rules. Max >= Min+2.
+	Priorities Range
+}
+
+// DefaultRanges: marks 0x10000/0xffff0000 (65536-131071), tables
+// 65536-131071 (an endpoint's table is its mark; dataplane.ReturnTable is
+// the last), rule priorities 10000-10099.
 var DefaultRanges = Ranges{
-	Marks:      Range{Min: 10000, Max: 19999},
-	Tables:     Range{Min: 10000, Max: 19999},
+	Marks:      MarkBlock{Value: 0x10000, Mask: 0xffff0000},
+	Tables:     Range{Min: 0x10000, Max: 0x1ffff},
 	Priorities: Range{Min: 10000, Max: 10099},
 }
+
+// Rule priorities, as offsets from Ranges.Priorities.Min.
+const (
+	markRuleOffset     = 0
+	catchAllRuleOffset = 1
+	fromVIPRuleOffset  = 2
+)
 
 // Route metrics in our tables.
 const (
@@ -57,13 +94,14 @@ var ErrInvalid = errors.New("invalid policy route")
 
 func (r Ranges) validate() error {
 	const reserved = 253 // default, main, local and above are never ours
+	if err := r.Marks.validate(); err != nil {
+		return err
+	}
 	switch {
-	case r.Marks.Min == 0 || r.Marks.Min > r.Marks.Max:
-		return fmt.Errorf("%w: mark range %v", ErrInvalid, r.Marks)
 	case r.Tables.Min == 0 || r.Tables.Min > r.Tables.Max ||
 		r.Tables.Contains(reserved) || r.Tables.Contains(254) || r.Tables.Contains(255):
 		return fmt.Errorf("%w: table range %v", ErrInvalid, r.Tables)
-	case r.Priorities.Min == 0 || r.Priorities.Min >= r.Priorities.Max || r.Priorities.Max >= 32766:
+	case r.Priorities.Min == 0 || r.Priorities.Max < r.Priorities.Min+fromVIPRuleOffset || r.Priorities.Max >= 32766:
 		return fmt.Errorf("%w: priority range %v", ErrInvalid, r.Priorities)
 	}
 	return nil
@@ -72,7 +110,7 @@ func (r Ranges) validate() error {
 func (e EndpointRoute) validate(r Ranges) error {
 	switch {
 	case !r.Marks.Contains(e.Mark):
-		return fmt.Errorf("%w: mark %d outside %d-%d", ErrInvalid, e.Mark, r.Marks.Min, r.Marks.Max)
+		return fmt.Errorf("%w: mark %#x outside %v", ErrInvalid, e.Mark, r.Marks)
 	case !r.Tables.Contains(e.Table):
 		return fmt.Errorf("%w: table %d outside %d-%d", ErrInvalid, e.Table, r.Tables.Min, r.Tables.Max)
 	case !e.Via.IsValid() || e.Via.IsUnspecified():
@@ -101,7 +139,7 @@ func (p ReturnPath) validate(r Ranges) error {
 }
 
 func (e EndpointRoute) String() string {
-	return fmt.Sprintf("endpoint mark %d table %d via %s dev %s", e.Mark, e.Table, e.Via, e.Interface)
+	return fmt.Sprintf("endpoint mark %#x table %d via %s dev %s", e.Mark, e.Table, e.Via, e.Interface)
 }
 
 func (p ReturnPath) String() string {
