@@ -167,7 +167,7 @@ func (s *Speaker) refreshGateways(ctx context.Context) {
 	s.mu.Lock()
 	usable := make(map[netip.Addr]peerSpec, len(s.peers))
 	for a, spec := range s.peers {
-		if s.bfd[bfdKey(a)] != bfdDown {
+		if !s.heldByBFD(spec) {
 			usable[bfdKey(a)] = spec
 		}
 	}
