@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	api "github.com/osrg/gobgp/v3/api"
@@ -109,5 +110,29 @@ func TestShutdownCommunicationLength(t *testing.T) {
 		if len(c) > 128 || !utf8.ValidString(c) || !strings.HasPrefix(c, "BFD down") || strings.Count(c, "BFD down") != 1 {
 			t.Errorf("reason %q: communication %q (%d bytes)", reason, c, len(c))
 		}
+	}
+}
+
+func TestEstablishedSince(t *testing.T) {
+	s, _ := newTestSpeaker(t)
+	if err := s.Apply(context.Background(), seedRouters()); err != nil {
+		t.Fatal(err)
+	}
+	gw := netip.MustParseAddr(gwV4)
+	report := func(st api.PeerState_SessionState) {
+		s.sessions.queue(&api.Peer{State: &api.PeerState{NeighborAddress: gwV4, SessionState: st}})
+		s.sessions.drain(time.Now())
+	}
+	if _, ok := s.EstablishedSince(gw); ok {
+		t.Fatal("established before any event")
+	}
+	before := time.Now()
+	report(api.PeerState_ESTABLISHED)
+	if since, ok := s.EstablishedSince(gw); !ok || since.Before(before) {
+		t.Fatalf("EstablishedSince = %v, %v; want true and a time after %v", since, ok, before)
+	}
+	report(api.PeerState_IDLE)
+	if _, ok := s.EstablishedSince(gw); ok {
+		t.Fatal("established after the session went idle")
 	}
 }

@@ -24,7 +24,7 @@ func (d *daemon) startRouting(ctx context.Context) error {
 		return fmt.Errorf("bgp: %w", err)
 	}
 	d.speaker = sp
-	d.uplink = uplink.New(d.log, sp, d.cfg.waitForBFD, d.loop.SetGateways)
+	d.uplink = uplink.New(d.log, sp, d.loop.SetGateways)
 	d.registry.MustRegister(metrics.NewBFDCollector(d.uplink.BFD()), metrics.NewBGPCollector(d.bgpPeers))
 	return nil
 }
