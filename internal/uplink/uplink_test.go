@@ -308,3 +308,20 @@ func TestApplyManagesBFDSessions(t *testing.T) {
 		t.Fatalf("%d BFD sessions after removing their routers", n)
 	}
 }
+
+func TestMultihopRouterGetsMultihopSession(t *testing.T) {
+	h := newHarness(t)
+	r := routers()
+	r[0].BFD.Multihop = true
+	r[0].BFD.LocalAddress = netip.MustParseAddr("169.254.100.1")
+	if err := h.u.Apply(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := h.u.BFD().Stats(bfd.Key{Peer: bgpGW, Interface: "vlan-100"}); ok {
+		t.Fatal("the single-hop session is still configured")
+	}
+	st, ok := h.u.BFD().Stats(bfd.Key{Peer: bgpGW, Interface: "vlan-100", Multihop: true})
+	if !ok || !st.Config.Multihop || st.Config.Local != r[0].BFD.LocalAddress {
+		t.Fatalf("multihop session %+v (found %v), want multihop from %v", st.Config, ok, r[0].BFD.LocalAddress)
+	}
+}
