@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sllbrd/sllbrd/bgp"
 	"github.com/sllbrd/sllbrd/dataplane"
 	"github.com/sllbrd/sllbrd/dataplane/route"
 	"github.com/sllbrd/sllbrd/internal/metrics"
@@ -76,8 +77,12 @@ func (a *applier) apply(ctx context.Context, want reconcile.Desired) error {
 }
 
 // observe counts a component's outcome and logs a failure; it returns the
-// failure named after the component.
+// failure named after the component. A BGP speaker already shut down (sllbrd
+// is stopping: the VIPs were withdrawn on purpose) is not a failure.
 func (a *applier) observe(component string, generation uint64, err error) error {
+	if errors.Is(err, bgp.ErrClosed) {
+		err = nil
+	}
 	a.metrics.ObserveComponent(component, err)
 	if err == nil {
 		return nil

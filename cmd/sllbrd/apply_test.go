@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sllbrd/sllbrd/bgp"
 	"github.com/sllbrd/sllbrd/dataplane"
 	"github.com/sllbrd/sllbrd/dataplane/route"
 	"github.com/sllbrd/sllbrd/internal/metrics"
@@ -42,6 +43,7 @@ func (fakeDataplane) Apply(st *model.State, _ []route.Nexthop) (dataplane.Applie
 type fakeRouting struct {
 	mu          sync.Mutex
 	failRouters int
+	closed      bool // the speaker was shut down
 	applies     int
 	announced   [][]netip.Addr
 }
@@ -50,6 +52,9 @@ func (f *fakeRouting) Apply(context.Context, []model.Router) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.applies++
+	if f.closed {
+		return fmt.Errorf("bgp: %w", bgp.ErrClosed)
+	}
 	if f.failRouters > 0 {
 		f.failRouters--
 		return errors.New("add peer 192.0.2.1: gobgp says no")
@@ -60,6 +65,9 @@ func (f *fakeRouting) Apply(context.Context, []model.Router) error {
 func (f *fakeRouting) Announce(_ context.Context, vips []netip.Addr) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.closed {
+		return bgp.ErrClosed
+	}
 	f.announced = append(f.announced, slices.Clone(vips))
 	return nil
 }
@@ -195,4 +203,17 @@ func TestGatewayGoneWithdrawsVIPs(t *testing.T) {
 	next := stateWithVIP(2, "20.0.0.2")
 	h.source.emit(manifest.Update{State: next})
 	eventually(t, "the new Gateway's VIP announced", announced([]netip.Addr{netip.MustParseAddr("20.0.0.2")}))
+}
+
+// TestStoppedSpeakerIsNotAFailure: once sllbrd is stopping (the speaker was
+// shut down after withdrawing the VIPs), passes of the loop do not fail.
+func TestStoppedSpeakerIsNotAFailure(t *testing.T) {
+	h := newApplyHarness(t, &fakeRouting{closed: true})
+	h.source.emit(manifest.Update{State: stateWithVIP(1, "20.0.0.1")})
+	eventually(t, "applied", func() bool { return h.loop.Status().Ready() })
+	for _, c := range []string{componentRouters, componentAnnounce} {
+		if got := componentMetric(t, h.metrics, "sllbrd_config_component_failures_total", c); got != 0 {
+			t.Errorf("%s failures = %v, want 0", c, got)
+		}
+	}
 }
