@@ -10,7 +10,7 @@ import (
 )
 
 // PeerDown reports that BFD declared the session with addr down; reason is
-// the BFD diagnostic ("control detection time expired"). Before it
+// the BFD diagnostic ("Control Detection Time Expired"). Before it
 // returns, the peer's gateways are gone from the published set and its BGP
 // session is being torn down with a NOTIFICATION Cease whose communication
 // (RFC 9003) reads "BFD down: " + reason. GoBGP v3 offers no way to send
