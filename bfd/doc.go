@@ -12,8 +12,9 @@
 //     method takes the current time, so tests drive it deterministically.
 //   - socket*.go: RFC 5881/5883 transport (ports 3784/4784, TTL 255 on send,
 //     TTL checked on receive through ancillary data, SO_BINDTODEVICE).
-//   - server.go: Server, which owns the sockets, demultiplexes received
-//     packets to sessions, runs the timers and reports state changes.
+//   - server.go, run.go, transmit.go: Server, which owns the sockets,
+//     demultiplexes received packets to sessions, runs the timers, sends
+//     what the sessions have due and reports state changes.
 //
 // Promises:
 //   - Authentication is not supported: packets with the A bit set are
@@ -24,6 +25,13 @@
 //     NeighborSignaledDown, and the Event has PeerAdminDown set: per RFC 5882
 //     section 3.2 that is not a path failure and consumers (BGP) must not
 //     treat it as one.
+//   - Server.Remove and Server.Shutdown take sessions AdminDown and keep
+//     sending AdminDown packets at the session's rate until Detect Mult of
+//     them have gone out (RFC 5880 section 6.8.16), so the peer hears it
+//     even with some loss; a removed session's key is free at once.
+//   - No socket is written while the Server's lock is held: packets are
+//     marshalled under it and written after it is released, so a slow send
+//     never stalls reception, statistics or configuration changes.
 //   - All sockets are created by the goroutine that called Server.Run. To run
 //     the server inside a network namespace, call Run from an OS thread locked
 //     into that namespace.

@@ -65,17 +65,23 @@ func newBirdLab(t *testing.T) *birdLab {
 
 func (l *birdLab) startBird(t *testing.T) {
 	t.Helper()
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "bird.conf")
-	l.sock = filepath.Join(dir, "bird.ctl")
-	cfg := fmt.Sprintf(`router id %s;
+	l.startBirdConf(t, fmt.Sprintf(`router id %s;
 protocol device {}
 protocol bfd {
 	interface "vbfd*" { min rx interval 300 ms; min tx interval 300 ms; multiplier 3; };
 	neighbor %s dev "%s";
 	neighbor %s dev "%s";
 }
-`, labPeer4, labOurs4, l.ifPeer, labOurs6, l.ifPeer)
+`, labPeer4, labOurs4, l.ifPeer, labOurs6, l.ifPeer))
+}
+
+// startBirdConf runs BIRD with configuration cfg in l.nsPeer until the test
+// ends.
+func (l *birdLab) startBirdConf(t *testing.T, cfg string) {
+	t.Helper()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "bird.conf")
+	l.sock = filepath.Join(dir, "bird.ctl")
 	if err := os.WriteFile(conf, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +181,34 @@ func (l *birdLab) waitBoth(t *testing.T, k Key, birdPeer string, since time.Time
 	return ours, theirs
 }
 
+// addAll adds a session per configuration, with the lab's timers (300 ms x
+// 3), and returns their keys.
+func (l *birdLab) addAll(t *testing.T, cfgs []SessionConfig) []Key {
+	t.Helper()
+	keys := make([]Key, len(cfgs))
+	for i, cfg := range cfgs {
+		cfg.DesiredMinTx, cfg.RequiredMinRx, cfg.DetectMultiplier = 300*time.Millisecond, 300*time.Millisecond, 3
+		if err := l.srv.Add(cfg); err != nil {
+			t.Fatal(err)
+		}
+		keys[i] = cfg.Key()
+	}
+	return keys
+}
+
+// waitNegotiated waits until session k is Up with the lab's timers in
+// effect: once Up, both sides leave the slow rate with a Poll Sequence (RFC
+// 5880 6.8.3), which must have completed.
+func (l *birdLab) waitNegotiated(t *testing.T, k Key, name string) Stats {
+	t.Helper()
+	waitFor(t, 5*time.Second, name+": Up with 300 ms / 900 ms and the Poll Sequence completed", func() bool {
+		st, _ := l.srv.Stats(k)
+		return st.State == StateUp && st.TxInterval == 300*time.Millisecond && st.DetectionTime == 900*time.Millisecond && !st.Polling
+	})
+	st, _ := l.srv.Stats(k)
+	return st
+}
+
 func TestIntegrationBIRD(t *testing.T) {
 	l := newBirdLab(t)
 	l.runServerInNetns(t)
@@ -182,30 +216,21 @@ func TestIntegrationBIRD(t *testing.T) {
 		name           string
 		peer, birdPeer string
 	}{{"IPv4", labPeer4, labOurs4}, {"IPv6", labPeer6, labOurs6}}
-	keys := make([]Key, len(sessions))
-	start := time.Now()
-	for i, s := range sessions {
-		cfg := SessionConfig{Peer: netip.MustParseAddr(s.peer), Interface: l.ifOurs,
-			DesiredMinTx: 300 * time.Millisecond, RequiredMinRx: 300 * time.Millisecond, DetectMultiplier: 3}
-		if err := l.srv.Add(cfg); err != nil {
-			t.Fatal(err)
-		}
-		keys[i] = cfg.Key()
+	var cfgs []SessionConfig
+	for _, s := range sessions {
+		cfgs = append(cfgs, SessionConfig{Peer: netip.MustParseAddr(s.peer), Interface: l.ifOurs})
 	}
+	start := time.Now()
+	keys := l.addAll(t, cfgs)
 	for i, s := range sessions {
 		ours, theirs := l.waitBoth(t, keys[i], s.birdPeer, start, StateUp, "Up", 10*time.Second)
 		t.Logf("%s: Up after start: ours %v, BIRD %v", s.name, ours, theirs)
 	}
-	// Let both poll sequences settle, then check the negotiated timers.
-	time.Sleep(time.Second)
 	for i, s := range sessions {
-		st, _ := l.srv.Stats(keys[i])
+		st := l.waitNegotiated(t, keys[i], s.name)
 		_, line := l.birdState(s.birdPeer)
 		t.Logf("%s: ours tx %v detect %v polling %v in %d out %d; BIRD: %s", s.name, st.TxInterval,
 			st.DetectionTime, st.Polling, st.PacketsIn, st.PacketsOut, line)
-		if st.State != StateUp || st.TxInterval != 300*time.Millisecond || st.DetectionTime != 900*time.Millisecond || st.Polling {
-			t.Fatalf("%s: stats %+v, want Up with 300 ms / 900 ms", s.name, st)
-		}
 	}
 	const detect, margin = 900 * time.Millisecond, 300 * time.Millisecond
 	cut := time.Now()

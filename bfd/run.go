@@ -55,8 +55,16 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 // tick does all due work: opens missing sockets, expires detection timers and
-// transmits due packets. It returns when it wants to be called again.
+// transmits due packets (written after s.mu is released). It returns when it
+// wants to be called again.
 func (s *Server) tick(ctx context.Context, readers *sync.WaitGroup) time.Time {
+	next := s.collectDue(ctx, readers, s.txOut)
+	s.flush(s.txOut)
+	return next
+}
+
+// collectDue is tick's work under s.mu.
+func (s *Server) collectDue(ctx context.Context, readers *sync.WaitGroup, out *outbox) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
@@ -69,7 +77,13 @@ func (s *Server) tick(ctx context.Context, readers *sync.WaitGroup) time.Time {
 		if t, changed := e.sess.Expire(now); changed {
 			s.emit(e, t)
 		}
-		s.transmit(e, now)
+		out.collect(e, now)
+		if d := e.sess.Deadline(); d.Before(next) {
+			next = d
+		}
+	}
+	s.tickRetiring(out, now)
+	for _, e := range s.retiring {
 		if d := e.sess.Deadline(); d.Before(next) {
 			next = d
 		}
@@ -85,7 +99,7 @@ func (s *Server) ensureSockets(ctx context.Context, e *entry, now time.Time, rea
 	}
 	err := s.ensureListener(ctx, e.kind(), readers)
 	if err == nil {
-		e.conn, err = openSender(ctx, e.sess.cfg, s.rng)
+		e.conn, err = s.dial(ctx, e.sess.cfg, s.rng)
 	}
 	if err == nil && e.key.Interface != "" && !e.key.Multihop {
 		var ifi *net.Interface
@@ -121,27 +135,11 @@ func (s *Server) ensureListener(ctx context.Context, k listenerKind, readers *sy
 	return nil
 }
 
-// transmit sends every packet the session has due. Called with s.mu held.
-func (s *Server) transmit(e *entry, now time.Time) {
-	var p Packet
-	var buf [PacketLen]byte
-	for e.sess.Transmit(now, &p) {
-		n, _ := p.MarshalTo(buf[:])
-		if e.conn == nil {
-			e.sendErrors++
-			continue
-		}
-		if _, err := e.conn.WriteToUDPAddrPort(buf[:n], e.peer); err != nil {
-			e.sendErrors++
-			e.lastErr = fmt.Errorf("bfd: send to %v: %w", e.peer, err)
-		}
-	}
-}
-
 // readLoop receives packets on one listener until it is closed.
 func (s *Server) readLoop(conn *net.UDPConn, k listenerKind) {
 	buf := make([]byte, recvBufLen)
 	oob := make([]byte, oobBufLen)
+	out := newOutbox(4)
 	var p Packet
 	for {
 		n, oobn, _, src, err := conn.ReadMsgUDPAddrPort(buf, oob)
@@ -151,40 +149,51 @@ func (s *Server) readLoop(conn *net.UDPConn, k listenerKind) {
 		if err != nil {
 			continue
 		}
-		s.receive(&p, buf[:n], src.Addr(), parseAncillary(oob[:oobn]), k)
+		s.receive(out, &p, buf[:n], src.Addr(), parseAncillary(oob[:oobn]), k)
 	}
 }
 
 // receive decodes, checks and demultiplexes one datagram (RFC 5881 section
-// 3, RFC 5880 section 6.8.6) and hands it to its session.
-func (s *Server) receive(p *Packet, b []byte, src netip.Addr, anc ancillary, k listenerKind) {
+// 3, RFC 5880 section 6.8.6) and hands it to its session. A packet the
+// session then has due (a Final answering a Poll goes out at once) is
+// written through out after s.mu is released.
+func (s *Server) receive(out *outbox, p *Packet, b []byte, src netip.Addr, anc ancillary, k listenerKind) {
+	if s.deliver(out, p, b, src, anc, k) {
+		s.flush(out)
+		s.poke()
+	}
+}
+
+// deliver is receive's work under s.mu; it reports whether a session took
+// the packet.
+func (s *Server) deliver(out *outbox, p *Packet, b []byte, src netip.Addr, anc ancillary, k listenerKind) bool {
 	err := p.Unmarshal(b)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r, ok := err.(DiscardReason); ok {
 		s.discards[r]++
-		return
+		return false
 	}
 	src = src.Unmap().WithZone("")
 	e, reason := s.demux(p, src, anc.ifindex, k)
 	if e == nil {
 		s.discards[reason]++
-		return
+		return false
 	}
 	if reason != discardNone {
 		e.sess.CountDiscard(reason)
-		return
+		return false
 	}
 	if !s.ttlOK(anc.ttl, k.multihop) {
 		e.sess.CountDiscard(DiscardBadTTL)
-		return
+		return false
 	}
 	now := time.Now()
 	if t, changed := e.sess.Receive(now, p); changed {
 		s.emit(e, t)
 	}
-	s.transmit(e, now) // a Final answering a Poll goes out at once
-	s.poke()
+	out.collect(e, now)
+	return true
 }
 
 // ttlOK applies RFC 5881 section 5 ("If no authentication is in use, the TTL
@@ -254,6 +263,10 @@ func (s *Server) closeAll() {
 	for _, e := range s.sessions {
 		e.closeConn()
 	}
+	for _, e := range s.retiring {
+		s.forget(e)
+	}
+	s.retiring = nil
 	for k, c := range s.listeners {
 		_ = c.Close()
 		delete(s.listeners, k)
@@ -312,7 +325,12 @@ func (s *Server) adminDownSent() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range s.sessions {
-		if e.conn != nil && e.sess.c.adminDownOut < uint64(e.sess.cfg.DetectMultiplier) {
+		if !e.adminDownDone() {
+			return false
+		}
+	}
+	for _, e := range s.retiring {
+		if !e.adminDownDone() {
 			return false
 		}
 	}

@@ -42,6 +42,7 @@ type Server struct {
 	sessions  map[Key]*entry
 	byDisc    map[uint32]*entry
 	listeners map[listenerKind]*net.UDPConn
+	retiring  []*entry      // removed, still sending AdminDown
 	discards  DiscardCounts // packets not attributable to a session
 	events    []Event
 	running   bool
@@ -50,13 +51,15 @@ type Server struct {
 
 	wake    chan struct{}
 	evReady chan struct{}
+	dial    dialFunc // opens transmit sockets (tests replace it)
+	txOut   *outbox  // the Run goroutine's packets of one tick
 }
 
 // entry is a session with its transport state.
 type entry struct {
 	key        Key
 	sess       *Session
-	conn       *net.UDPConn
+	conn       sender
 	peer       netip.AddrPort
 	ifindex    int // arrival interface to match; 0: any
 	retryAt    time.Time
@@ -89,6 +92,8 @@ func NewServer(opts ...Option) *Server {
 		done:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 		evReady:   make(chan struct{}, 1),
+		dial:      dialUDP,
+		txOut:     newOutbox(16),
 	}
 }
 
@@ -136,7 +141,11 @@ func (s *Server) Update(cfg SessionConfig) error {
 	return nil
 }
 
-// Remove ends a session, telling the peer with one AdminDown packet.
+// Remove ends a session. It goes AdminDown at once (RFC 5880 section
+// 6.8.16) and, while Run runs, keeps sending AdminDown packets at its
+// transmit rate until it has sent Detect Mult of them, as Shutdown does, so
+// that the peer hears it even with some loss; then its socket is closed.
+// The key is free for Add as soon as Remove returns.
 func (s *Server) Remove(key Key) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -144,14 +153,16 @@ func (s *Server) Remove(key Key) error {
 	if !ok {
 		return fmt.Errorf("bfd: remove %v: %w", key, ErrNotFound)
 	}
-	now := time.Now()
-	if t, changed := e.sess.SetAdminDown(now); changed {
+	delete(s.sessions, key)
+	if t, changed := e.sess.SetAdminDown(time.Now()); changed {
 		s.emit(e, t)
 	}
-	s.transmit(e, now)
-	e.closeConn()
-	delete(s.sessions, key)
-	delete(s.byDisc, e.sess.localDisc)
+	if !s.running || e.adminDownDone() {
+		s.forget(e)
+		return nil
+	}
+	s.retiring = append(s.retiring, e) // its discriminator stays taken until then
+	s.poke()
 	return nil
 }
 

@@ -247,8 +247,9 @@ func TestServerReceivePathDoesNotAllocate(t *testing.T) {
 	b := marshal(t, up)
 	var p Packet
 	anc := ancillary{ttl: 255, ifindex: 3}
+	out := newOutbox(4)
 	allocs := testing.AllocsPerRun(1000, func() {
-		srv.receive(&p, b, cfg.Peer, anc, listenerKind{})
+		srv.receive(out, &p, b, cfg.Peer, anc, listenerKind{})
 	})
 	if allocs != 0 {
 		t.Fatalf("receive path allocates %v times per packet", allocs)
@@ -301,9 +302,10 @@ func BenchmarkServerReceive(b *testing.B) {
 		YourDiscriminator: st.LocalDiscriminator, DesiredMinTxUsec: 300000, RequiredMinRxUsec: 300000}
 	_, _ = up.MarshalTo(buf)
 	var p Packet
+	out := newOutbox(4)
 	b.ReportAllocs()
 	for b.Loop() {
-		srv.receive(&p, buf, cfg.Peer, ancillary{ttl: 255}, listenerKind{})
+		srv.receive(out, &p, buf, cfg.Peer, ancillary{ttl: 255}, listenerKind{})
 	}
 }
 

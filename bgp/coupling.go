@@ -4,15 +4,21 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"unicode/utf8"
 
 	api "github.com/osrg/gobgp/v3/api"
 )
 
-// PeerDown reports that BFD declared the session with addr down. Before it
+// PeerDown reports that BFD declared the session with addr down; reason is
+// the BFD diagnostic ("Control Detection Time Expired"). Before it
 // returns, the peer's gateways are gone from the published set and its BGP
-// session is being torn down (NOTIFICATION Cease/Administrative Shutdown
-// carrying reason). The peer stays disabled, also across Apply, until
-// PeerUp. Unknown addresses are remembered for when the router appears.
+// session is being torn down with a NOTIFICATION Cease whose communication
+// (RFC 9003) reads "BFD down: " + reason. GoBGP v3 offers no way to send
+// the Cease subcode "BFD Down" (10, RFC 9384): DisablePeer sends
+// Administrative Shutdown (subcode 2), see doc.go. The peer stays disabled,
+// also across Apply, until PeerUp, as long as its router has BFD enabled.
+// An address not configured yet is remembered until the next Apply that
+// does not configure it with BFD.
 func (s *Speaker) PeerDown(ctx context.Context, addr netip.Addr, reason string) error {
 	k := bfdKey(addr)
 	s.mu.Lock()
@@ -50,11 +56,36 @@ func (s *Speaker) PeerUp(ctx context.Context, addr netip.Addr) error {
 
 func bfdKey(a netip.Addr) netip.Addr { return a.Unmap().WithZone("") }
 
-// wantDown: BFD reported the peer down, or it waits for a first BFD up.
-// s.mu is held.
+// heldByBFD: the peer's router has BFD and BFD reported it down. s.mu is
+// held.
+func (s *Speaker) heldByBFD(spec peerSpec) bool {
+	return spec.bfd && s.bfd[bfdKey(spec.addr)] == bfdDown
+}
+
+// wantDown: the peer's router has BFD, and BFD reported it down or it waits
+// for a first BFD up. A router without BFD is never held. s.mu is held.
 func (s *Speaker) wantDown(spec peerSpec) bool {
 	st := s.bfd[bfdKey(spec.addr)]
-	return st == bfdDown || (s.cfg.waitForBFD && spec.bfd && st != bfdUp)
+	return spec.bfd && (st == bfdDown || (s.cfg.waitForBFD && st != bfdUp))
+}
+
+// forgetBFD drops the BFD state of every address that no configured peer
+// supervises with BFD: a router deleted, or with BFD switched off, is no
+// longer held, and when it comes back (or BFD is switched on again) it
+// starts afresh, waiting for BFD if WithWaitForBFD says so. s.mu is held.
+func (s *Speaker) forgetBFD() {
+	supervised := map[netip.Addr]bool{}
+	for a, spec := range s.peers {
+		if spec.bfd {
+			supervised[bfdKey(a)] = true
+		}
+	}
+	for k := range s.bfd {
+		if !supervised[k] {
+			delete(s.bfd, k)
+			delete(s.bfdReason, k)
+		}
+	}
 }
 
 // syncAdminMatching applies syncAdmin to every peer with address k (several
@@ -88,14 +119,7 @@ func (s *Speaker) syncAdmin(ctx context.Context, a netip.Addr) error {
 }
 
 func (s *Speaker) disablePeer(ctx context.Context, spec peerSpec) error {
-	k := bfdKey(spec.addr)
-	comm := "BFD down"
-	if r := s.bfdReason[k]; r != "" {
-		comm += ": " + r
-	}
-	if len(comm) > 128 { // RFC 9003 limit for the shutdown communication
-		comm = comm[:128]
-	}
+	comm := shutdownCommunication(s.bfdReason[bfdKey(spec.addr)])
 	err := s.srv.DisablePeer(ctx, &api.DisablePeerRequest{Address: spec.key(), Communication: comm})
 	if err != nil {
 		return fmt.Errorf("disable peer %s (%s): %w", spec.addr, spec.name, err)
@@ -103,6 +127,25 @@ func (s *Speaker) disablePeer(ctx context.Context, spec peerSpec) error {
 	s.disabled[spec.addr] = true
 	s.cfg.logger.Info("bgp peer disabled", "peer", spec.addr, "router", spec.name, "reason", comm)
 	return nil
+}
+
+// shutdownCommunication is the text of the Cease NOTIFICATION that takes a
+// session down on BFD down: "BFD down: " and the BFD reason, at most 128
+// bytes (RFC 9003 section 2), cut on a UTF-8 character boundary.
+func shutdownCommunication(reason string) string {
+	comm := "BFD down"
+	if reason != "" {
+		comm += ": " + reason
+	}
+	const maxLen = 128
+	if len(comm) <= maxLen {
+		return comm
+	}
+	cut := maxLen
+	for cut > 0 && !utf8.RuneStart(comm[cut]) {
+		cut--
+	}
+	return comm[:cut]
 }
 
 // reconcileAdmin re-issues a DisablePeer that GoBGP dropped (its FSM

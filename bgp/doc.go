@@ -25,10 +25,21 @@
 //     currently provide a default route, per family.
 //   - PeerDown/PeerUp couple BFD to BGP: PeerDown removes the peer's
 //     gateways from the published set before returning and disables the
-//     session at once (NOTIFICATION Cease/Administrative Shutdown);
-//     PeerUp re-creates the peer so it dials again within 1-2 s (GoBGP's
-//     EnablePeer would wait a fixed 5 s idle-hold first). With
-//     WithWaitForBFD, peers with BFD enabled start disabled until PeerUp.
+//     session at once; PeerUp re-creates the peer so it dials again within
+//     1-2 s (GoBGP's EnablePeer would wait a fixed 5 s idle-hold first).
+//     With WithWaitForBFD, peers with BFD enabled start disabled until
+//     PeerUp. The hold follows the configuration: a router whose BFD is
+//     switched off is no longer held, and a router deleted and created
+//     again starts afresh (waiting for BFD again with WithWaitForBFD).
+//   - The NOTIFICATION sent on BFD down is Cease / Administrative Shutdown
+//     (subcode 2) with the RFC 9003 communication "BFD down: <reason>".
+//     RFC 9384 defines the Cease subcode "BFD Down" (10) for this, but GoBGP
+//     v3.37.0 cannot send it: its only ways to close a session with a
+//     NOTIFICATION of the caller's choosing are DisablePeer and
+//     ShutdownPeer (subcode 2), ResetPeer (4, and the peer restarts at
+//     once), DeletePeer (3) and UpdatePeer (2, 3 or 6); the subcode is
+//     fixed inside its FSM. Subcode 2 with the communication is what tells
+//     the gateway most precisely why.
 //   - Shutdown withdraws every VIP, waits the drain time, then stops GoBGP.
 //
 // Transport: the speaker dials out and does not listen unless WithListenPort

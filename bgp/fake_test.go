@@ -16,6 +16,7 @@ type fakeServer struct {
 	peers map[string]*api.Peer
 	rib   map[string][]*api.Path // by "ipv4"/"ipv6"
 	uuid  int
+	comms []string // DisablePeer communications, in order
 }
 
 func newFakeServer() *fakeServer {
@@ -61,6 +62,9 @@ func (f *fakeServer) DeletePeer(_ context.Context, r *api.DeletePeerRequest) err
 
 func (f *fakeServer) DisablePeer(_ context.Context, r *api.DisablePeerRequest) error {
 	f.record("disable %s", r.Address)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.comms = append(f.comms, r.Communication)
 	return nil
 }
 

@@ -167,7 +167,7 @@ func (s *Speaker) refreshGateways(ctx context.Context) {
 	s.mu.Lock()
 	usable := make(map[netip.Addr]peerSpec, len(s.peers))
 	for a, spec := range s.peers {
-		if s.bfd[bfdKey(a)] != bfdDown {
+		if !s.heldByBFD(spec) {
 			usable[bfdKey(a)] = spec
 		}
 	}
@@ -221,6 +221,26 @@ func (s *Speaker) GatewayUpdates() <-chan Gateways { return s.gateways.ch }
 
 // Gateways returns the current gateway set.
 func (s *Speaker) Gateways() Gateways { return s.gateways.current() }
+
+// EstablishedSince reports when the BGP session with addr (any zone) last
+// became established, and false when it is not established now.
+func (s *Speaker) EstablishedSince(addr netip.Addr) (time.Time, bool) {
+	k := bfdKey(addr)
+	s.mu.Lock()
+	var keys []string
+	for a, spec := range s.peers {
+		if bfdKey(a) == k {
+			keys = append(keys, spec.key())
+		}
+	}
+	s.mu.Unlock()
+	for _, key := range keys {
+		if sess := s.sessions.get(key); sess.state == StateEstablished {
+			return sess.since, true
+		}
+	}
+	return time.Time{}, false
+}
 
 // PeerStats is a snapshot of one peer.
 type PeerStats struct {

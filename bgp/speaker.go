@@ -134,6 +134,9 @@ func (s *Speaker) Apply(ctx context.Context, routers []model.Router) error {
 	}
 	for _, a := range plan.update {
 		s.peers[a] = want[a]
+	}
+	s.forgetBFD()
+	for _, a := range plan.update {
 		errs = append(errs, s.syncAdmin(ctx, a))
 	}
 	s.mu.Unlock()

@@ -113,6 +113,12 @@ type BFD struct {
 	MinTx      time.Duration // desired minimum transmit interval
 	MinRx      time.Duration // required minimum receive interval
 	Multiplier uint8
+	// Multihop selects RFC 5883 (UDP 4784, any received TTL) instead of
+	// single hop RFC 5881 (UDP 3784, TTL 255).
+	Multihop bool
+	// LocalAddress is the source address of the BFD packets; invalid: the
+	// kernel's choice for the route to the router.
+	LocalAddress netip.Addr
 }
 
 // BGP holds the BGP session parameters of a GatewayRouter.

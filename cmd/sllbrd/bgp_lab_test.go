@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"github.com/sllbrd/sllbrd/dataplane"
 	"github.com/sllbrd/sllbrd/internal/harness/e2e"
 	"github.com/sllbrd/sllbrd/internal/harness/lab"
+	"github.com/sllbrd/sllbrd/internal/harness/require"
 )
 
 // The seed's BFD timers: 300 ms x 5.
@@ -222,4 +226,143 @@ func TestIntegrationStaticGatewayWithBFD(t *testing.T) {
 		d := waitSince(t, restoredAt, 10*time.Second, "static gateway back", func() bool { return returnPathVia(t, l, gw[i]) })
 		t.Logf("restored, %v: static gateway back in the return path after %v", gw[i], d.Round(time.Millisecond))
 	}
+}
+
+// deleteGateway rewrites the manifests in dir without the Gateway (the
+// first document of e2e's file), atomically.
+func deleteGateway(t *testing.T, dir string) {
+	t.Helper()
+	path := filepath.Join(dir, "sllb-a.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "\n---\n")
+	if !ok || !strings.HasPrefix(string(b), "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\n") {
+		t.Fatalf("%s does not start with the Gateway", path)
+	}
+	tmp := filepath.Join(dir, ".sllb-a.yaml.tmp")
+	if err := os.WriteFile(tmp, []byte(rest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIntegrationBIRDGatewayDeleted: deleting the Gateway withdraws its VIPs
+// from BGP (the sessions stay up, /readyz says why), and re-creating it
+// announces them again.
+func TestIntegrationBIRDGatewayDeleted(t *testing.T) {
+	require.Lab(t)
+	l := labSetup(t, 1)
+	cfg := l.DefaultBIRDConfig()
+	cfg.BFD = &lab.BFDConfig{MinRx: 300 * time.Millisecond, MinTx: 300 * time.Millisecond, Multiplier: 5}
+	b := startBIRD(t, l, cfg)
+	config := e2e.Config{Routers: seedRouters, Services: allTargets, Routes: webRoute}
+	dir, insts := startInstances(t, l, config, 1)
+	lb := []netip.Addr{lab.LBGatewaySide(1).V4.Addr(), lab.LBGatewaySide(1).V6.Addr()}
+	vips := []netip.Addr{vip4, vip6}
+	announced := func(want bool) func() bool {
+		return func() bool { return gwRoutes(t, l, vips[0], lb[0]) == want && gwRoutes(t, l, vips[1], lb[1]) == want }
+	}
+	waitFor(t, 20*time.Second, "BIRD routes both VIPs via sllbrd", announced(true))
+
+	deleted := time.Now()
+	deleteGateway(t, dir)
+	d := waitSince(t, deleted, 10*time.Second, "VIPs withdrawn at BIRD after the Gateway was deleted", announced(false))
+	t.Logf("Gateway deleted: both VIP routes gone at BIRD after %v (the file source settles in two 500 ms polls)", d.Round(time.Millisecond))
+	for _, a := range lb {
+		if out := birdc(t, b, "show", "protocols", lab.BIRDProtocolName(a)); !strings.Contains(out, "Established") {
+			t.Errorf("BGP session with %v not established after the Gateway was deleted:\n%s", a, out)
+		}
+	}
+	status, body, err := insts[0].Get("/readyz")
+	if err != nil || status != 503 || !strings.Contains(body, "no Gateway") {
+		t.Errorf("/readyz with the Gateway deleted: %d %q (%v), want 503 naming the missing Gateway", status, body, err)
+	}
+
+	restored := time.Now()
+	if err := e2e.Write(dir, config); err != nil {
+		t.Fatal(err)
+	}
+	d = waitSince(t, restored, 10*time.Second, "VIPs announced again after the Gateway came back", announced(true))
+	t.Logf("Gateway re-created: both VIP routes back at BIRD after %v", d.Round(time.Millisecond))
+	waitFor(t, 10*time.Second, "ready again", func() bool { s, _, err := insts[0].Get("/readyz"); return err == nil && s == 200 })
+}
+
+// TestIntegrationBIRDMultihopBFDDown: GatewayRouters with multihop BFD
+// (RFC 5883) from a given local address come up with BIRD's multihop BFD;
+// when sllbrd's BFD session goes down (BFD packets from the gateway are
+// dropped, BGP's TCP still flows) sllbrd tears the BGP session down with a
+// NOTIFICATION that BIRD receives and shows: Cease, Administrative shutdown
+// (GoBGP v3 cannot send RFC 9384's BFD Down subcode), with the RFC 9003
+// communication "BFD down: Control Detection Time Expired" (its prefix once). BIRD's BGP
+// does not use BFD here, so what ends its session is sllbrd's NOTIFICATION.
+func TestIntegrationBIRDMultihopBFDDown(t *testing.T) {
+	require.Lab(t)
+	l := labSetup(t, 1)
+	lb := []netip.Addr{lab.LBGatewaySide(1).V4.Addr(), lab.LBGatewaySide(1).V6.Addr()}
+	gw := []netip.Addr{lab.GatewayAddrs().V4.Addr(), lab.GatewayAddrs().V6.Addr()}
+	cfg := l.DefaultBIRDConfig()
+	cfg.BFD = &lab.BFDConfig{MinRx: 300 * time.Millisecond, MinTx: 300 * time.Millisecond, Multiplier: 3}
+	cfg.BFDNeighbors, cfg.BFDMultihop, cfg.BGPWithoutBFD = lb, true, true
+	b := startBIRD(t, l, cfg)
+	var routers []e2e.Router
+	for i, name := range []string{"gateway-a-v4", "gateway-a-v6"} {
+		routers = append(routers, e2e.Router{Name: name, Address: gw[i].String(), Spec: fmt.Sprintf(
+			`bgp: {localASN: 8103, remoteASN: 4248829953, holdTime: 24s, localPort: 10179, remotePort: 10179, bfd: {switch: true, minTx: 300ms, minRx: 300ms, multiplier: 3, multihop: true, localAddress: %q}}`, lb[i])})
+	}
+	_, insts := startInstances(t, l, e2e.Config{Routers: routers, Services: allTargets, Routes: webRoute}, 1)
+	vips := []netip.Addr{vip4, vip6}
+	for i := range 2 {
+		waitFor(t, 20*time.Second, fmt.Sprintf("BIRD routes %v via sllbrd", vips[i]), func() bool { return gwRoutes(t, l, vips[i], lb[i]) })
+		waitFor(t, 10*time.Second, "multihop BFD up at BIRD", func() bool { return bfdUp(t, b, lb[i]) })
+		metric := fmt.Sprintf(`sllbrd_bfd_session_up{interface="vlan-100",multihop="true",peer=%q}`, gw[i])
+		waitFor(t, 10*time.Second, metric+" = 1", func() bool { v, ok, err := insts[0].Metric(metric); return err == nil && ok && v == 1 })
+	}
+	t.Logf("BIRD's BFD sessions:\n%s", birdc(t, b, "show", "bfd", "sessions"))
+
+	// Drop the gateway's multihop BFD packets: only sllbrd's side times out.
+	cut := "table inet cut {\n chain out { type filter hook output priority -400; udp dport 4784 drop; }\n}\n"
+	cutAt := time.Now()
+	if out, err := l.ExecInput(t.Context(), lab.GatewayNode, cut, "nft", "-f", "-"); err != nil {
+		t.Fatalf("cut: %v: %s", err, out)
+	}
+	for i := range 2 {
+		proto := lab.BIRDProtocolName(lb[i])
+		var last string
+		d := waitSince(t, cutAt, 3*time.Second+time.Second, "BIRD receives sllbrd's NOTIFICATION", func() bool {
+			last = birdc(t, b, "show", "protocols", "all", proto)
+			return strings.Contains(last, "Received: Administrative shutdown")
+		})
+		t.Logf("%v: BFD (900 ms detection) down at sllbrd, BGP session ended by its NOTIFICATION after %v:\n%s",
+			lb[i], d.Round(time.Millisecond), lastErrorLines(last))
+		// BIRD names the Cease subcode it received (2: "Administrative
+		// shutdown") and shows the RFC 9003 communication as "Message".
+		if !regexp.MustCompile(`Last error:\s+Received: Administrative shutdown\n`).MatchString(last) ||
+			!regexp.MustCompile(`Message:\s+BFD down: Control Detection Time Expired\n`).MatchString(last) ||
+			strings.Count(last, "BFD down") != 1 {
+			t.Errorf("BIRD for %v: want Cease/Administrative shutdown with the message \"BFD down: Control Detection Time Expired\" (the prefix once):\n%s", lb[i], last)
+		}
+		waitSince(t, cutAt, 5*time.Second, "VIP route withdrawn at BIRD", func() bool { return !gwRoutes(t, l, vips[i], lb[i]) })
+	}
+
+	exec1(t, l, lab.GatewayNode, "nft", "delete", "table", "inet", "cut")
+	restoredAt := time.Now()
+	for i := range 2 {
+		d := waitSince(t, restoredAt, 30*time.Second, "VIP route back at BIRD", func() bool { return gwRoutes(t, l, vips[i], lb[i]) })
+		t.Logf("restored, %v: multihop BFD up and the VIP route back at BIRD after %v", vips[i], d.Round(time.Millisecond))
+	}
+}
+
+// lastErrorLines returns the state and error lines of `show protocols all`.
+func lastErrorLines(out string) string {
+	var keep []string
+	for line := range strings.SplitSeq(out, "\n") {
+		if strings.Contains(line, "error") || strings.Contains(line, "BGP state") || strings.Contains(line, "Message") {
+			keep = append(keep, strings.TrimSpace(line))
+		}
+	}
+	return strings.Join(keep, "\n")
 }

@@ -5,5 +5,7 @@
 // BGP supervised by BFD.
 //
 // This package only wires: flags, signals, one errgroup, the admin HTTP
-// endpoint. Everything it starts lives in the packages it imports.
+// endpoint, and the reconcile loop's apply (applier), which programs the
+// dataplane, applies the GatewayRouters and announces the served VIPs in
+// one retried pass. Everything it starts lives in the packages it imports.
 package main

@@ -4,16 +4,15 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"slices"
 
 	"github.com/sllbrd/sllbrd/bgp"
 	"github.com/sllbrd/sllbrd/internal/metrics"
 	"github.com/sllbrd/sllbrd/internal/uplink"
-	"github.com/sllbrd/sllbrd/model"
 )
 
 // startRouting creates the BGP speaker and the BFD supervision, feeding the
-// return path's next hops to the reconcile loop.
+// return path's next hops to the reconcile loop, which applies the
+// GatewayRouters and the VIP announcement (applier).
 func (d *daemon) startRouting(ctx context.Context) error {
 	opts := []bgp.Option{bgp.WithLogger(d.log), bgp.WithWaitForBFD(d.cfg.waitForBFD)}
 	if d.cfg.routerID != "" {
@@ -24,31 +23,10 @@ func (d *daemon) startRouting(ctx context.Context) error {
 		return fmt.Errorf("bgp: %w", err)
 	}
 	d.speaker = sp
-	d.uplink = uplink.New(d.log, sp, d.cfg.waitForBFD, d.loop.SetGateways)
+	d.uplink = uplink.New(d.log, sp, d.loop.SetGateways)
+	d.applier.routing = d.uplink
 	d.registry.MustRegister(metrics.NewBFDCollector(d.uplink.BFD()), metrics.NewBGPCollector(d.bgpPeers))
 	return nil
-}
-
-// applyRouters hands a new set of GatewayRouters to BGP and BFD.
-func (d *daemon) applyRouters(ctx context.Context, routers []model.Router) {
-	if err := d.uplink.Apply(ctx, routers); err != nil {
-		d.log.Error("gateway routers", "err", err)
-	}
-}
-
-// announce advertises the VIPs that are programmed and served. After a
-// failed apply it only keeps VIPs already announced: it never starts
-// attracting traffic for something the kernel may not carry.
-func (d *daemon) announce(served []netip.Addr, failed bool) {
-	vips := served
-	if failed {
-		vips = slices.DeleteFunc(slices.Clone(served), func(a netip.Addr) bool { return !slices.Contains(d.announced, a) })
-	}
-	if err := d.uplink.Announce(context.Background(), vips); err != nil {
-		d.log.Error("announcing VIPs", "err", err)
-		return
-	}
-	d.announced = vips
 }
 
 // bgpPeers maps the speaker's statistics to the metrics' peer type.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"time"
 
 	"github.com/google/nftables"
@@ -36,10 +35,9 @@ type daemon struct {
 	registry *prometheus.Registry
 	applies  *metrics.Config
 
-	uplink    *uplink.Uplink
-	speaker   *bgp.Speaker
-	announced []netip.Addr // VIPs last announced (apply goroutine only)
-	loggedGen uint64       // generation whose problems were logged (apply goroutine only)
+	applier *applier
+	uplink  *uplink.Uplink
+	speaker *bgp.Speaker
 }
 
 func run(ctx context.Context, cfg *config, log *slog.Logger) error {
@@ -60,11 +58,14 @@ func run(ctx context.Context, cfg *config, log *slog.Logger) error {
 // command line and the source are known to be usable.
 func newDaemon(cfg *config, log *slog.Logger) (*daemon, error) {
 	d := &daemon{cfg: cfg, log: log, engine: dataplane.NewEngine(), applies: metrics.NewConfig()}
-	d.loop = reconcile.New(d.apply)
+	d.applier = &applier{log: log, metrics: d.applies}
+	d.loop = reconcile.New(d.applier.apply)
+	d.applier.rerunBy = d.loop.RunBy
 	var err error
-	if d.source, err = newConfigSource(cfg, log, d.loop, d.applies, d.applyRouters); err != nil {
+	if d.source, err = newConfigSource(cfg, log, d.loop, d.applies); err != nil {
 		return nil, err
 	}
+	d.applier.problems = d.source.setDataplaneProblems
 	findings, err := sysctl.Ensure(cfg.setSysctls)
 	for _, f := range findings {
 		if f.Fixed {
@@ -100,6 +101,7 @@ func newDaemon(cfg *config, log *slog.Logger) (*daemon, error) {
 	}
 	d.prog = dataplane.NewProgrammer(d.engine, rules, routes,
 		nft.QueueRange{First: uint16(cfg.queueFirst), Count: uint16(cfg.queues)}, cfg.queueFanout, dataplane.ReturnTable)
+	d.applier.dataplane = d.prog
 	d.registry = metrics.NewRegistry()
 	d.registry.MustRegister(metrics.NewEngineCollector(d.engine), metrics.NewNFQueueCollector(metrics.GroupQueues(d.queues)),
 		d.applies, metrics.ReadyGauge(d.ready))
@@ -150,32 +152,6 @@ func (d *daemon) run(ctx context.Context) error {
 		return nil
 	}
 	return err
-}
-
-// apply is the reconcile loop's only action: program the dataplane.
-func (d *daemon) apply(_ context.Context, want reconcile.Desired) error {
-	res, err := d.prog.Apply(want.State, want.Gateways)
-	if !res.RetireAt.IsZero() { // removed endpoints' routes are due for deletion then
-		d.loop.RunBy(res.RetireAt)
-	}
-	d.applies.ObserveApply(res.Generation, want.Changed, time.Now(), err)
-	d.source.setDataplaneProblems(len(res.Problems))
-	if res.Generation != d.loggedGen { // not again on every resync
-		d.loggedGen = res.Generation
-		for _, p := range res.Problems {
-			d.log.Warn("configuration problem", "generation", res.Generation, "problem", p)
-		}
-	}
-	d.announce(res.ServedVIPs, err != nil)
-	if err != nil {
-		d.log.Error("programming the dataplane failed; will retry", "generation", res.Generation, "err", err)
-		return err
-	}
-	if !want.Changed.IsZero() {
-		d.log.Info("dataplane programmed", "generation", res.Generation, "vips", len(res.VIPs),
-			"served_vips", len(res.ServedVIPs), "endpoints", res.Endpoints, "latency", time.Since(want.Changed).String())
-	}
-	return nil
 }
 
 // close removes what sllbrd programmed and releases the queues.

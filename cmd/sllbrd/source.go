@@ -18,7 +18,7 @@ import (
 	"github.com/sllbrd/sllbrd/internal/reconcile"
 	"github.com/sllbrd/sllbrd/kube/apiserver"
 	"github.com/sllbrd/sllbrd/kube/manifest"
-	"github.com/sllbrd/sllbrd/model"
+	"github.com/sllbrd/sllbrd/kube/translate"
 )
 
 // configSource feeds the reconcile loop from manifests or the API server.
@@ -28,8 +28,6 @@ type configSource struct {
 	metrics *metrics.Config
 	run     func(ctx context.Context, emit func(manifest.Update)) error
 	ready   func() (bool, string) // the source's own readiness (nil: none)
-	routers func(ctx context.Context, routers []model.Router)
-	ctx     context.Context
 
 	mu       sync.Mutex
 	lastGen  uint64
@@ -37,9 +35,8 @@ type configSource struct {
 	problems map[string]int // by object kind, plus "dataplane"
 }
 
-func newConfigSource(cfg *config, log *slog.Logger, loop *reconcile.Loop, m *metrics.Config,
-	routers func(context.Context, []model.Router)) (*configSource, error) {
-	s := &configSource{log: log, loop: loop, metrics: m, routers: routers, problems: map[string]int{}}
+func newConfigSource(cfg *config, log *slog.Logger, loop *reconcile.Loop, m *metrics.Config) (*configSource, error) {
+	s := &configSource{log: log, loop: loop, metrics: m, problems: map[string]int{}}
 	if cfg.manifests != "" {
 		s.run = manifest.NewFileSource(cfg.manifests, cfg.gateway, manifest.WithLogger(log)).Run
 		return s, nil
@@ -62,7 +59,6 @@ func newConfigSource(cfg *config, log *slog.Logger, loop *reconcile.Loop, m *met
 
 // Run follows the source until ctx ends.
 func (s *configSource) Run(ctx context.Context) error {
-	s.ctx = ctx
 	return s.run(ctx, s.emit)
 }
 
@@ -94,8 +90,11 @@ func (s *configSource) emit(u manifest.Update) {
 	}
 	if changed {
 		s.loop.SetState(u.State, now)
-		s.routers(s.ctx, u.State.Routers)
 	}
+	// A missing Gateway keeps the last state programmed but withdraws its
+	// VIPs; set after the state, so that a Gateway coming back with a new
+	// state is announced with that state, not the old one.
+	s.loop.SetGatewayGone(errors.Is(u.Err, translate.ErrNoGateway))
 }
 
 // setDataplaneProblems records how many parts of the configuration the

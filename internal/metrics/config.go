@@ -17,6 +17,8 @@ var ApplyLatencyBuckets = []float64{
 // use; it is a prometheus.Collector.
 type Config struct {
 	applies       *prometheus.CounterVec
+	compFailures  *prometheus.CounterVec
+	compFailing   *prometheus.GaugeVec
 	latency       prometheus.Histogram
 	lastGen       prometheus.Gauge
 	problems      *prometheus.GaugeVec
@@ -44,6 +46,14 @@ func NewConfig() *Config {
 			Name: "sllbrd_config_problems",
 			Help: "Parts of the configuration left out because they are invalid, by kind.",
 		}, []string{"kind"}),
+		compFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sllbrd_config_component_failures_total",
+			Help: "Failed attempts to apply a part of the configuration, by component (dataplane, gateway_routers, vip_announcement); each is retried with backoff.",
+		}, []string{"component"}),
+		compFailing: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sllbrd_config_component_failing",
+			Help: "1 while the last attempt to apply a part of the configuration failed, by component.",
+		}, []string{"component"}),
 		problemsKinds: make(map[string]bool),
 	}
 	c.applies.WithLabelValues("success")
@@ -67,6 +77,18 @@ func (c *Config) ObserveApply(generation uint64, changeSeen, applied time.Time, 
 	}
 }
 
+// ObserveComponent records the outcome of one component's part of an apply.
+// component is one of a fixed set named by the caller.
+func (c *Config) ObserveComponent(component string, err error) {
+	c.compFailures.WithLabelValues(component).Add(0) // the series exists from the first apply
+	if err != nil {
+		c.compFailures.WithLabelValues(component).Inc()
+		c.compFailing.WithLabelValues(component).Set(1)
+		return
+	}
+	c.compFailing.WithLabelValues(component).Set(0)
+}
+
 // SetProblems replaces the problem counts; kinds reported before and absent
 // now drop to 0.
 func (c *Config) SetProblems(byKind map[string]int) {
@@ -86,6 +108,8 @@ func (c *Config) SetProblems(byKind map[string]int) {
 // Describe implements prometheus.Collector.
 func (c *Config) Describe(ch chan<- *prometheus.Desc) {
 	c.applies.Describe(ch)
+	c.compFailures.Describe(ch)
+	c.compFailing.Describe(ch)
 	c.latency.Describe(ch)
 	c.lastGen.Describe(ch)
 	c.problems.Describe(ch)
@@ -94,6 +118,8 @@ func (c *Config) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *Config) Collect(ch chan<- prometheus.Metric) {
 	c.applies.Collect(ch)
+	c.compFailures.Collect(ch)
+	c.compFailing.Collect(ch)
 	c.latency.Collect(ch)
 	c.lastGen.Collect(ch)
 	c.problems.Collect(ch)

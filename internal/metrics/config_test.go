@@ -127,3 +127,30 @@ sllbrd_config_apply_latency_seconds_count 3
 		t.Fatal(err)
 	}
 }
+
+func TestConfigObserveComponent(t *testing.T) {
+	c := NewConfig()
+	c.ObserveComponent("dataplane", nil)
+	c.ObserveComponent("gateway_routers", errors.New("add peer: no"))
+	c.ObserveComponent("gateway_routers", errors.New("add peer: no"))
+	want := `
+# HELP sllbrd_config_component_failing 1 while the last attempt to apply a part of the configuration failed, by component.
+# TYPE sllbrd_config_component_failing gauge
+sllbrd_config_component_failing{component="dataplane"} 0
+sllbrd_config_component_failing{component="gateway_routers"} 1
+# HELP sllbrd_config_component_failures_total Failed attempts to apply a part of the configuration, by component (dataplane, gateway_routers, vip_announcement); each is retried with backoff.
+# TYPE sllbrd_config_component_failures_total counter
+sllbrd_config_component_failures_total{component="dataplane"} 0
+sllbrd_config_component_failures_total{component="gateway_routers"} 2
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
+		"sllbrd_config_component_failing", "sllbrd_config_component_failures_total"); err != nil {
+		t.Fatal(err)
+	}
+	c.ObserveComponent("gateway_routers", nil)
+	if err := testutil.CollectAndCompare(c, strings.NewReader(strings.Replace(want,
+		`sllbrd_config_component_failing{component="gateway_routers"} 1`, `sllbrd_config_component_failing{component="gateway_routers"} 0`, 1)),
+		"sllbrd_config_component_failing", "sllbrd_config_component_failures_total"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -15,7 +15,9 @@
 //   - BGPCollector: BGP peers, from a function the caller fills ([]BGPPeer);
 //     this package does not depend on the bgp package.
 //   - Config: configuration applies (result, latency from change seen to
-//     data plane programmed, last applied generation, problems).
+//     data plane programmed, last applied generation, problems, failures
+//     of each component of an apply: dataplane, gateway routers, VIP
+//     announcement).
 //   - ReadyGauge: sllbrd_ready, evaluated from the same function as /readyz.
 //
 // Promises:

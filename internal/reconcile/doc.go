@@ -1,6 +1,11 @@
 // Package reconcile runs the one loop that writes desired state to the
 // kernel, in the manner of kube-proxy's bounded-frequency runner.
 //
+// It is the one place that applies desired state: the dataplane (rules,
+// routes, tables), the GatewayRouters (BGP peers, BFD sessions) and the VIP
+// announcement all go through its ApplyFunc, so a failure of any of them is
+// retried the same way and shows in Status (readiness).
+//
 // Producers (the configuration source, the uplink supervisor) Set their part
 // of the desired state at any rate; the loop applies the latest complete
 // state at most once per MinInterval, so a burst of changes costs one apply.

@@ -15,6 +15,10 @@ import (
 type Desired struct {
 	State    *model.State
 	Gateways []route.Nexthop
+	// GatewayGone says the configured Gateway no longer exists (deleted,
+	// or no longer defined): State is the last one seen and stays
+	// programmed, but none of its VIPs may be announced.
+	GatewayGone bool
 	// Changed is when the oldest change not yet applied was observed: the
 	// apply latency runs from here.
 	Changed time.Time
@@ -104,12 +108,32 @@ func (l *Loop) SetState(st *model.State, changed time.Time) {
 
 // SetGateways sets the return path's next hops; an unchanged set is ignored.
 func (l *Loop) SetGateways(gws []route.Nexthop) {
+	l.update(func() bool {
+		if slices.Equal(gws, l.desired.Gateways) {
+			return false
+		}
+		l.desired.Gateways = slices.Clone(gws)
+		return true
+	})
+}
+
+// SetGatewayGone records whether the configured Gateway is gone; a change
+// is applied like any other.
+func (l *Loop) SetGatewayGone(gone bool) {
+	l.update(func() bool {
+		changed := gone != l.desired.GatewayGone
+		l.desired.GatewayGone = gone
+		return changed
+	})
+}
+
+// update runs set under l.mu; when set reports a change, an apply is due.
+func (l *Loop) update(set func() bool) {
 	l.mu.Lock()
-	if slices.Equal(gws, l.desired.Gateways) {
+	if !set() {
 		l.mu.Unlock()
 		return
 	}
-	l.desired.Gateways = slices.Clone(gws)
 	if !l.pending {
 		l.desired.Changed = time.Now()
 	}

@@ -166,3 +166,20 @@ func TestRunByReapplies(t *testing.T) {
 		t.Errorf("%d applies, want 2: one request, one re-apply", n)
 	}
 }
+
+func TestGatewayGoneReapplies(t *testing.T) {
+	r := &recorder{}
+	l := start(t, r, WithResync(0))
+	l.SetState(gen(1), time.Now())
+	wait(t, r, func() bool { _, n := r.last(); return n == 1 })
+	for i, gone := range []bool{true, false} {
+		l.SetGatewayGone(gone)
+		wait(t, r, func() bool { _, n := r.last(); return n == i+2 })
+		if d, _ := r.last(); d.GatewayGone != gone || d.State.Generation != 1 {
+			t.Fatalf("apply %d: %+v, want GatewayGone %v with generation 1", i+2, d, gone)
+		}
+	}
+	if s := l.Status(); !s.Ready() {
+		t.Fatalf("status %+v", s)
+	}
+}

@@ -10,31 +10,58 @@ import (
 	"github.com/sllbrd/sllbrd/model"
 )
 
-// sessionConfig is the BFD session a router asks for.
-func sessionConfig(r model.Router) bfd.SessionConfig {
-	return bfd.SessionConfig{Peer: r.Address, Interface: r.Interface, DesiredMinTx: r.BFD.MinTx,
-		RequiredMinRx: r.BFD.MinRx, DetectMultiplier: r.BFD.Multiplier}
+// coupling is the state of one router with BFD enabled. It lives as long
+// as the router's BFD session: a router deleted, with BFD switched off or
+// with a new session key gets a fresh one.
+type coupling struct {
+	session bfd.Key
+	disc    uint32    // the session's local discriminator: this instance of it
+	up      bool      // the BFD session is Up
+	upSince time.Time // when it last came Up
+	damper  damper
+	stop    func() bool // cancels the pending BGP bring-up; nil if none
+	seq     uint64      // bumped on every change; a bring-up runs only for its own
 }
 
-// syncBFDLocked makes the BFD sessions match the routers with BFD on.
+// cancel stops the pending bring-up, if any, so that no older timer acts
+// after this change.
+func (c *coupling) cancel() {
+	c.seq++
+	if c.stop != nil {
+		c.stop()
+		c.stop = nil
+	}
+}
+
+// sessionConfig is the BFD session a router asks for. A multihop session
+// (RFC 5883) is sent from the router's BFD local address when set, else
+// from the source address the kernel's route to the peer gives.
+func sessionConfig(r model.Router) bfd.SessionConfig {
+	return bfd.SessionConfig{Peer: r.Address, Interface: r.Interface, Local: r.BFD.LocalAddress,
+		Multihop: r.BFD.Multihop, DesiredMinTx: r.BFD.MinTx, RequiredMinRx: r.BFD.MinRx,
+		DetectMultiplier: r.BFD.Multiplier}
+}
+
+// syncBFDLocked makes the BFD sessions match the routers with BFD on. u.mu
+// is held.
 func (u *Uplink) syncBFDLocked() []error {
 	var errs []error
-	for addr, key := range u.sessions {
+	for addr, c := range u.peers {
 		r, ok := u.routers[addr]
-		if ok && r.BFD.Enabled && sessionConfig(r).Key() == key {
+		if ok && r.BFD.Enabled && sessionConfig(r).Key() == c.session {
 			if err := u.bfd.Update(sessionConfig(r)); err != nil {
 				errs = append(errs, fmt.Errorf("bfd %s: %w", addr, err))
 			}
 			continue
 		}
-		if err := u.bfd.Remove(key); err != nil {
+		if err := u.bfd.Remove(c.session); err != nil {
 			errs = append(errs, fmt.Errorf("bfd %s: %w", addr, err))
 		}
-		delete(u.sessions, addr)
-		delete(u.bfdUp, addr)
+		c.cancel()
+		delete(u.peers, addr)
 	}
 	for addr, r := range u.routers {
-		if _, ok := u.sessions[addr]; ok || !r.BFD.Enabled {
+		if _, ok := u.peers[addr]; ok || !r.BFD.Enabled {
 			continue
 		}
 		cfg := sessionConfig(r)
@@ -42,7 +69,8 @@ func (u *Uplink) syncBFDLocked() []error {
 			errs = append(errs, fmt.Errorf("bfd %s: %w", addr, err))
 			continue
 		}
-		u.sessions[addr] = cfg.Key()
+		st, _ := u.bfd.Stats(cfg.Key())
+		u.peers[addr] = &coupling{session: cfg.Key(), disc: st.LocalDiscriminator}
 	}
 	return errs
 }
@@ -53,91 +81,81 @@ func (u *Uplink) onBFD(ev bfd.Event) {
 	u.act.Lock()
 	defer u.act.Unlock()
 	addr := ev.Key.Peer
+	now := u.now()
 	u.mu.Lock()
-	r, known := u.routers[addr]
-	ctx := u.ctx
-	wasUp := u.bfdUp[addr]
+	c, r, ctx := u.peers[addr], u.routers[addr], u.ctx
+	if c == nil || c.session != ev.Key || c.disc != ev.LocalDiscriminator || ctx == nil || u.closed {
+		u.mu.Unlock()
+		return // a removed session's last words, or not running
+	}
+	wasUp := c.up
 	up := ev.New == bfd.StateUp
-	failed := !up && wasUp && !ev.PeerAdminDown
 	if ev.PeerAdminDown {
 		up = wasUp // RFC 5882 3.2: not a failure; keep the gateway as it was
 	}
-	u.bfdUp[addr] = up
-	d := u.damping[addr]
-	if d == nil {
-		d = &damper{}
-		u.damping[addr] = d
+	failed := !up && wasUp
+	c.up = up
+	c.cancel()
+	started := c.upSince
+	if up && !wasUp {
+		c.upSince = now
 	}
 	u.mu.Unlock()
-	if !known || ctx == nil {
-		return
-	}
 	u.log.Info("bfd session changed", "peer", addr, "interface", ev.Key.Interface, "from", ev.Old.String(),
 		"to", ev.New.String(), "diag", ev.Diag.String(), "peer_admin_down", ev.PeerAdminDown)
 	switch {
-	case failed:
-		d.failed(time.Now())
-		if r.BGP != nil {
-			u.mu.Lock()
-			u.bgpDown[addr] = true
-			u.mu.Unlock()
-			if err := u.speaker.PeerDown(ctx, addr, "BFD down: "+ev.Diag.String()); err != nil {
-				u.log.Error("bgp peer down", "peer", addr, "err", err)
-			}
+	case failed && r.BGP != nil:
+		if est, ok := u.speaker.EstablishedSince(addr); ok && est.After(started) {
+			started = est
 		}
-	case up && !wasUp && r.BGP != nil && u.heldDown(addr):
-		delay := d.upDelay(time.Now())
-		u.log.Info("bgp peer up after bfd up", "peer", addr, "delay", delay.String())
-		time.AfterFunc(delay, func() { u.bringUp(ctx, addr) })
+		u.countFailure(c, addr, now, started)
+		if err := u.speaker.PeerDown(ctx, addr, ev.Diag.String()); err != nil {
+			u.log.Error("bgp peer down", "peer", addr, "err", err)
+		}
+	case failed:
+		u.countFailure(c, addr, now, started)
+	case up && !wasUp && r.BGP != nil:
+		u.scheduleUp(ctx, c, addr, now)
 	}
 	u.publish()
 }
 
-func (u *Uplink) heldDown(addr netip.Addr) bool {
+// countFailure records a BFD failure for damping.
+func (u *Uplink) countFailure(c *coupling, addr netip.Addr, now, started time.Time) {
 	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.bgpDown[addr]
+	counted := c.damper.failed(now, started)
+	u.mu.Unlock()
+	if !counted {
+		u.log.Info("bfd down soon after the session started; not counted for damping", "peer", addr,
+			"grace", EarlyDownGrace.String())
+	}
 }
 
-// bringUp re-enables BGP for addr if BFD is still up.
-func (u *Uplink) bringUp(ctx context.Context, addr netip.Addr) {
+// scheduleUp brings BGP back after the damping delay, replacing any bring-up
+// still pending.
+func (u *Uplink) scheduleUp(ctx context.Context, c *coupling, addr netip.Addr, now time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	delay := c.damper.upDelay(now)
+	seq := c.seq
+	c.stop = u.after(delay, func() { u.bringUp(ctx, c, addr, seq) })
+	u.log.Info("bgp peer up after bfd up", "peer", addr, "delay", delay.String())
+}
+
+// bringUp re-enables BGP for addr if nothing changed since it was scheduled.
+func (u *Uplink) bringUp(ctx context.Context, c *coupling, addr netip.Addr, seq uint64) {
 	u.act.Lock()
 	defer u.act.Unlock()
 	u.mu.Lock()
-	up := u.bfdUp[addr] && u.bgpDown[addr]
-	if up {
-		delete(u.bgpDown, addr)
+	current := u.peers[addr] == c && c.seq == seq && c.up && !u.closed
+	if current {
+		c.stop = nil
 	}
 	u.mu.Unlock()
-	if !up || ctx.Err() != nil {
+	if !current || ctx.Err() != nil {
 		return
 	}
 	if err := u.speaker.PeerUp(ctx, addr); err != nil {
 		u.log.Error("bgp peer up", "peer", addr, "err", err)
 	}
-}
-
-// damper delays recovery after repeated failures.
-type damper struct {
-	failures []time.Time
-}
-
-func (d *damper) failed(now time.Time) {
-	d.failures = append(d.failures, now)
-}
-
-// upDelay is how long to wait before bringing BGP back: nothing after the
-// first failure in DampingWindow, then 1 s, 2 s, 4 s... up to MaxUpDelay.
-func (d *damper) upDelay(now time.Time) time.Duration {
-	recent := d.failures[:0]
-	for _, t := range d.failures {
-		if now.Sub(t) < DampingWindow {
-			recent = append(recent, t)
-		}
-	}
-	d.failures = recent
-	if len(recent) <= 1 {
-		return 0
-	}
-	return min(time.Second<<(len(recent)-2), MaxUpDelay)
 }

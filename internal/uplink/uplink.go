@@ -16,18 +16,13 @@ import (
 	"github.com/sllbrd/sllbrd/model"
 )
 
-// Damping of BFD-driven BGP recovery.
-const (
-	DampingWindow = 60 * time.Second
-	MaxUpDelay    = 30 * time.Second
-)
-
 // Speaker is what Uplink needs of the BGP speaker (*bgp.Speaker).
 type Speaker interface {
 	Apply(ctx context.Context, routers []model.Router) error
 	Announce(ctx context.Context, vips []netip.Addr) error
 	PeerDown(ctx context.Context, addr netip.Addr, reason string) error
 	PeerUp(ctx context.Context, addr netip.Addr) error
+	EstablishedSince(addr netip.Addr) (time.Time, bool)
 	Shutdown(ctx context.Context, drain time.Duration) error
 	GatewayUpdates() <-chan bgp.Gateways
 }
@@ -38,29 +33,26 @@ type Uplink struct {
 	speaker    Speaker
 	bfd        *bfd.Server
 	onGateways func([]route.Nexthop)
-
-	ctx context.Context // set by Run; used by BFD event handling
+	now        func() time.Time
+	after      scheduler
 
 	act sync.Mutex // serialises coupling actions (taken before mu)
 
-	mu       sync.Mutex
-	routers  map[netip.Addr]model.Router
-	sessions map[netip.Addr]bfd.Key
-	bfdUp    map[netip.Addr]bool
-	damping  map[netip.Addr]*damper
-	bgpDown  map[netip.Addr]bool // BGP held down until BFD is up
-	waitBFD  bool
-	bgpGWs   bgp.Gateways
+	mu      sync.Mutex
+	ctx     context.Context // set by Run; used by BFD event handling
+	closed  bool            // Shutdown began: no more coupling actions
+	routers map[netip.Addr]model.Router
+	peers   map[netip.Addr]*coupling // routers with BFD enabled
+	bgpGWs  bgp.Gateways
 }
 
 // New couples speaker with a new BFD server (built with bfdOpts).
-// onGateways receives every change of the return path's next hops.
-// waitForBFD must match the speaker's bgp.WithWaitForBFD: peers with BFD
-// start held down until their BFD session is up.
-func New(log *slog.Logger, speaker Speaker, waitForBFD bool, onGateways func([]route.Nexthop), bfdOpts ...bfd.Option) *Uplink {
-	u := &Uplink{log: log, speaker: speaker, waitBFD: waitForBFD, onGateways: onGateways,
-		routers: map[netip.Addr]model.Router{}, sessions: map[netip.Addr]bfd.Key{}, bfdUp: map[netip.Addr]bool{},
-		damping: map[netip.Addr]*damper{}, bgpDown: map[netip.Addr]bool{}}
+// onGateways receives every change of the return path's next hops. Whether
+// BGP sessions wait for their first BFD Up is the speaker's business
+// (bgp.WithWaitForBFD): the Uplink reports every BFD Up to it.
+func New(log *slog.Logger, speaker Speaker, onGateways func([]route.Nexthop), bfdOpts ...bfd.Option) *Uplink {
+	u := &Uplink{log: log, speaker: speaker, onGateways: onGateways, now: time.Now, after: afterFunc,
+		routers: map[netip.Addr]model.Router{}, peers: map[netip.Addr]*coupling{}}
 	u.bfd = bfd.NewServer(append([]bfd.Option{bfd.WithLogger(log), bfd.WithEventHandler(u.onBFD)}, bfdOpts...)...)
 	return u
 }
@@ -98,25 +90,21 @@ func (u *Uplink) Run(ctx context.Context) error {
 }
 
 // Apply sets the GatewayRouters: BGP peers and BFD sessions are added,
-// changed or removed; unchanged ones are not touched.
+// changed or removed; unchanged ones are not touched. A router removed, or
+// whose BFD is switched off, loses its BFD state and pending timers. It is
+// idempotent: calling it again with the same routers retries what failed.
 func (u *Uplink) Apply(ctx context.Context, routers []model.Router) error {
 	u.mu.Lock()
 	next := make(map[netip.Addr]model.Router, len(routers))
 	for _, r := range routers {
 		next[r.Address] = r
-		if _, known := u.routers[r.Address]; !known && u.waitBFD && r.BGP != nil && r.BFD.Enabled {
-			u.bgpDown[r.Address] = true // the speaker starts it disabled
-		}
-	}
-	for addr := range u.bgpDown {
-		if _, ok := next[addr]; !ok {
-			delete(u.bgpDown, addr)
-		}
 	}
 	u.routers = next
 	errs := u.syncBFDLocked()
 	u.mu.Unlock()
-	errs = append(errs, u.speaker.Apply(ctx, routers))
+	if err := u.speaker.Apply(ctx, routers); err != nil {
+		errs = append(errs, fmt.Errorf("bgp: %w", err))
+	}
 	u.publish()
 	return errors.Join(errs...)
 }
@@ -127,8 +115,16 @@ func (u *Uplink) Announce(ctx context.Context, vips []netip.Addr) error {
 }
 
 // Shutdown withdraws the VIPs, waits drain while traffic still flows, stops
-// BGP, then tells the BFD peers we go administratively down.
+// BGP, then tells the BFD peers we go administratively down. Pending
+// damping timers are cancelled first and BFD changes are no longer acted
+// upon.
 func (u *Uplink) Shutdown(ctx context.Context, drain time.Duration) error {
+	u.mu.Lock()
+	u.closed = true
+	for _, c := range u.peers {
+		c.cancel()
+	}
+	u.mu.Unlock()
 	err := u.speaker.Shutdown(ctx, drain)
 	return errors.Join(err, u.bfd.Shutdown(ctx))
 }
@@ -136,7 +132,11 @@ func (u *Uplink) Shutdown(ctx context.Context, drain time.Duration) error {
 // publish hands the current next hops to the callback.
 func (u *Uplink) publish() {
 	u.mu.Lock()
-	hops := nexthops(u.routers, u.bfdUp, u.bgpGWs)
+	up := make(map[netip.Addr]bool, len(u.peers))
+	for addr, c := range u.peers {
+		up[addr] = c.up
+	}
+	hops := nexthops(u.routers, up, u.bgpGWs)
 	u.mu.Unlock()
 	u.onGateways(hops)
 }

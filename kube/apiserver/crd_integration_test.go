@@ -87,6 +87,18 @@ func TestIntegrationCRDValidation(t *testing.T) {
 			[]string{"spec.bgp.bfd.multiplier", "should be less than or equal to 255"}},
 		{"bgp and static", router, set(map[string]any{}, "spec", "static"),
 			[]string{"exactly one of bgp and static must be set"}},
+		{"multihop BFD on a static router", router, func(o *unstructured.Unstructured) {
+			unstructured.RemoveNestedField(o.Object, "spec", "bgp")
+			set(map[string]any{"bfd": map[string]any{"switch": true, "multihop": true}}, "spec", "static")(o)
+		}, []string{"multihop BFD needs bgp"}},
+		{"multihop BFD to a link-local peer", router, func(o *unstructured.Unstructured) {
+			set("fe80::150", "spec", "address")(o)
+			set(true, "spec", "bgp", "bfd", "multihop")(o)
+		}, []string{"multihop BFD needs addresses that are not IPv6 link-local"}},
+		{"BFD local address not an address", router, set("lb-1", "spec", "bgp", "bfd", "localAddress"),
+			[]string{"spec.bgp.bfd.localAddress", "must be an IPv4 or IPv6 address"}},
+		{"BFD local address of the other family", router, set("fd00:169::1", "spec", "bgp", "bfd", "localAddress"),
+			[]string{"bfd.localAddress must be of the address family of address"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,5 +131,14 @@ func TestIntegrationCRDValidation(t *testing.T) {
 	mult, _, _ := unstructured.NestedInt64(got.Object, "spec", "bgp", "bfd", "multiplier")
 	if hold != "90s" || mult != 3 {
 		t.Errorf("defaults: holdTime %q multiplier %d, want 90s and 3", hold, mult)
+	}
+
+	// Multihop BFD with a local address is accepted.
+	mh := router()
+	mh.SetName("multihop")
+	set(true, "spec", "bgp", "bfd", "multihop")(mh)
+	set("169.254.100.1", "spec", "bgp", "bfd", "localAddress")(mh)
+	if _, err := e.client.Create(e.ctx, e.ns, mh); err != nil {
+		t.Errorf("create a router with multihop BFD: %v", err)
 	}
 }

@@ -114,7 +114,7 @@ func (w *watchers) snapshot(namespace, gateway string) (translate.Snapshot, erro
 		return translate.Snapshot{}, fmt.Errorf("apiserver: Gateway %s/%s: %w", namespace, gateway, err)
 	}
 	if !found {
-		return translate.Snapshot{}, fmt.Errorf("apiserver: no Gateway %s/%s", namespace, gateway)
+		return translate.Snapshot{}, fmt.Errorf("apiserver: %w %s/%s", translate.ErrNoGateway, namespace, gateway)
 	}
 	return translate.Snapshot{
 		Gateway:        obj.(*gatewayv1.Gateway),

@@ -39,7 +39,7 @@ func (o *Objects) findGateway(gateway string) (*gatewayv1.Gateway, error) {
 	}
 	switch len(found) {
 	case 0:
-		return nil, fmt.Errorf("no Gateway %q is defined", gateway)
+		return nil, fmt.Errorf("%w %q is defined", translate.ErrNoGateway, gateway)
 	case 1:
 		return found[0], nil
 	}

@@ -11,14 +11,19 @@ import (
 
 func translateRouters(gw model.Gateway, routers []*v1alpha1.GatewayRouter, ps *problems) []model.Router {
 	var out []model.Router
+	byAddr := map[netip.Addr]string{} // one router per address: one BGP peer, one BFD session
 	for _, r := range inScope(gw, routers) {
 		if r.Labels[kube.LabelServiceProxyName] != gw.Name {
 			continue // another Gateway's router
 		}
 		var faults problems
 		router := translateRouter(r, &faults)
+		if prev, dup := byAddr[router.Address]; dup && len(faults) == 0 {
+			faults.add(KindGatewayRouter, r, "spec.address", "%s is already the address of GatewayRouter %s", router.Address, prev)
+		}
 		*ps = append(*ps, faults...)
 		if len(faults) == 0 {
+			byAddr[router.Address] = router.Name
 			out = append(out, router)
 		}
 	}
@@ -54,8 +59,32 @@ func translateRouter(r *v1alpha1.GatewayRouter, ps *problems) model.Router {
 	}
 	if bfd != nil {
 		router.BFD = translateBFD(r, bfdField, bfd, ps)
+		checkBFDAddresses(r, bfdField, router, ps)
 	}
 	return router
+}
+
+func isIPv6LinkLocal(a netip.Addr) bool { return a.Is6() && !a.Is4In6() && a.IsLinkLocalUnicast() }
+
+// checkBFDAddresses applies the rules that tie BFD to the router: the local
+// address is of the router's family; multihop needs BGP (a static next hop
+// is directly connected) and addresses that are not IPv6 link-local.
+func checkBFDAddresses(r *v1alpha1.GatewayRouter, field string, router model.Router, ps *problems) {
+	local := router.BFD.LocalAddress
+	if local.IsValid() && router.Address.IsValid() && local.Is4() != router.Address.Is4() {
+		ps.add(KindGatewayRouter, r, field+".localAddress", "%s is not of the address family of spec.address %s", local, router.Address)
+	}
+	if !router.BFD.Multihop {
+		return
+	}
+	switch {
+	case router.BGP == nil:
+		ps.add(KindGatewayRouter, r, field+".multihop", "multihop BFD needs bgp: a static next hop is directly connected")
+	case isIPv6LinkLocal(router.Address) || isIPv6LinkLocal(local):
+		// A multihop session is not tied to an interface, which an IPv6
+		// link-local address needs (IPv4 169.254/16 is routed in practice).
+		ps.add(KindGatewayRouter, r, field+".multihop", "multihop BFD needs addresses that are not IPv6 link-local")
+	}
 }
 
 func translateBGP(r *v1alpha1.GatewayRouter, b *v1alpha1.BGPSpec, ps *problems) *model.BGP {
@@ -86,6 +115,20 @@ func translateBFD(r *v1alpha1.GatewayRouter, field string, b *v1alpha1.BFDSpec, 
 			m, v1alpha1.MinBFDMultiplier, v1alpha1.MaxBFDMultiplier)
 	default:
 		out.Multiplier = uint8(m)
+	}
+	out.Multihop = b.Multihop
+	if b.LocalAddress != "" {
+		a, err := netip.ParseAddr(b.LocalAddress)
+		switch {
+		case err != nil:
+			ps.add(KindGatewayRouter, r, field+".localAddress", "%v", err)
+		case a.Zone() != "":
+			ps.add(KindGatewayRouter, r, field+".localAddress", "%s: must not have a zone (spec.interface gives it)", a)
+		case a.IsUnspecified() || a.IsMulticast():
+			ps.add(KindGatewayRouter, r, field+".localAddress", "%s is not a unicast address", a)
+		default:
+			out.LocalAddress = a.Unmap()
+		}
 	}
 	return out
 }

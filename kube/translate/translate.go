@@ -25,8 +25,12 @@ type Snapshot struct {
 	Routers        []*v1alpha1.GatewayRouter
 }
 
-// ErrNoGateway is returned by Translate when the Snapshot has no Gateway.
-var ErrNoGateway = errors.New("translate: snapshot has no Gateway")
+// ErrNoGateway says the configuration has no Gateway of the name asked
+// for: Translate returns it when the Snapshot has none, and the sources
+// (kube/manifest, kube/apiserver) wrap it when the Gateway is not defined
+// or was deleted, so that a consumer can tell that case from an unreadable
+// configuration (sllbrd then withdraws the Gateway's VIPs).
+var ErrNoGateway = errors.New("no Gateway")
 
 // Translate builds the desired state of the Gateway in s and lists the
 // problems found on the way. The only error is ErrNoGateway; invalid objects

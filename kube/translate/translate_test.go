@@ -53,7 +53,7 @@ func TestTranslateKeepsGoodObjects(t *testing.T) {
 	}, {
 		file: "testdata/routers.yaml",
 		check: func(t *testing.T, s *model.State, problems []translate.Problem) {
-			want := []string{"default/bgp-bfd-defaults-v6", "default/bgp-defaults", "default/static-bfd", "default/static-no-bfd"}
+			want := []string{"default/bgp-bfd-defaults-v6", "default/bgp-defaults", "default/bgp-multihop", "default/static-bfd", "default/static-no-bfd"}
 			var got []string
 			for _, r := range s.Routers {
 				got = append(got, r.Name)
@@ -64,8 +64,16 @@ func TestTranslateKeepsGoodObjects(t *testing.T) {
 			if b := s.Routers[1].BGP; b == nil || b.HoldTime.Seconds() != 90 || b.LocalPort != 179 || b.RemotePort != 179 {
 				t.Errorf("bgp-defaults BGP = %+v, want hold time 90s and ports 179", b)
 			}
-			if s.Routers[3].BGP != nil || s.Routers[3].BFD.Enabled {
-				t.Errorf("static-no-bfd = %+v, want no BGP and BFD off", s.Routers[3])
+			if s.Routers[4].BGP != nil || s.Routers[4].BFD.Enabled {
+				t.Errorf("static-no-bfd = %+v, want no BGP and BFD off", s.Routers[4])
+			}
+			if b := s.Routers[2].BFD; !b.Multihop || b.LocalAddress != netip.MustParseAddr("169.254.100.1") {
+				t.Errorf("bgp-multihop BFD = %+v, want multihop from 169.254.100.1", b)
+			}
+			for name, field := range map[string]string{"bad-multihop-static": "spec.static.bfd.multihop",
+				"bad-multihop-link-local": "spec.bgp.bfd.multihop", "bad-local-family": "spec.static.bfd.localAddress",
+				"bad-local-address": "spec.static.bfd.localAddress", "bgp-same-address": "spec.address"} {
+				assertProblem(t, problems, translate.Problem{Kind: "GatewayRouter", Namespace: "default", Name: name, Field: field})
 			}
 			assertNoProblemAbout(t, problems, "unlabelled", "other-gateway")
 		},

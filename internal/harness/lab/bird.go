@@ -25,6 +25,13 @@ type BIRDConfig struct {
 	BFD       *BFDConfig    // nil: no BFD
 	// BFDNeighbors get a BFD session without BGP (static gateways).
 	BFDNeighbors []netip.Addr
+	// BFDMultihop makes the BFDNeighbors' sessions multihop (RFC 5883),
+	// from the gateway's address of their family.
+	BFDMultihop bool
+	// BGPWithoutBFD keeps BFD out of the BGP sessions (no "bfd on"): BFD
+	// runs only for BFDNeighbors, so BIRD's BGP sessions see what the LB
+	// does when its own BFD session goes down.
+	BGPWithoutBFD bool
 	// ErrorWait is BIRD's BGP "error wait time" (min, max): how long a
 	// session stays idle after an error such as BFD down. BIRD's default,
 	// 60 s to 300 s, bounds recovery after every link failure; the lab uses
@@ -84,10 +91,15 @@ func (c BIRDConfig) Render() string {
 		fmt.Fprintf(&b, "protocol static default_%[1]s {\n\t%[1]s;\n\troute %[2]s blackhole;\n}\n\n", fam.name, fam.def)
 	}
 	if c.BFD != nil {
-		fmt.Fprintf(&b, "protocol bfd {\n\tinterface %q {\n\t\tmin rx interval %d ms;\n\t\tmin tx interval %d ms;\n\t\tmultiplier %d;\n\t};\n",
-			c.Interface, c.BFD.MinRx.Milliseconds(), c.BFD.MinTx.Milliseconds(), c.BFD.Multiplier)
+		timers := fmt.Sprintf("{\n\t\tmin rx interval %d ms;\n\t\tmin tx interval %d ms;\n\t\tmultiplier %d;\n\t}",
+			c.BFD.MinRx.Milliseconds(), c.BFD.MinTx.Milliseconds(), c.BFD.Multiplier)
+		fmt.Fprintf(&b, "protocol bfd {\n\tinterface %q %s;\n\tmultihop %s;\n", c.Interface, timers, timers)
 		for _, n := range c.BFDNeighbors {
-			fmt.Fprintf(&b, "\tneighbor %s dev %q;\n", n, c.Interface)
+			if c.BFDMultihop {
+				fmt.Fprintf(&b, "\tneighbor %s local %s multihop on;\n", n, GatewayAddrs().For(n))
+			} else {
+				fmt.Fprintf(&b, "\tneighbor %s dev %q;\n", n, c.Interface)
+			}
 		}
 		b.WriteString("}\n\n")
 	}
@@ -106,7 +118,7 @@ func (c BIRDConfig) renderNeighbor(b *strings.Builder, n netip.Addr) {
 	fmt.Fprintf(b, "\tlocal port %d as %d;\n\tneighbor %s port %d as %d;\n", c.Port, c.LocalAS, n, c.Port, c.PeerAS)
 	fmt.Fprintf(b, "\tdirect;\n\thold time %d;\n\tgraceful restart off;\n\terror wait time %d, %d;\n",
 		int(c.HoldTime.Seconds()), int(c.ErrorWait[0].Seconds()), int(c.ErrorWait[1].Seconds()))
-	if c.BFD != nil {
+	if c.BFD != nil && !c.BGPWithoutBFD {
 		b.WriteString("\tbfd on;\n")
 	}
 	fmt.Fprintf(b, "\t%s {\n\t\timport filter { if net.len = %d then accept; reject; };\n", fam, hostLen)

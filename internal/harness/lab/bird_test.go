@@ -40,6 +40,14 @@ func TestBIRDConfigRender(t *testing.T) {
 				"min rx interval 300 ms;", "multiplier 5;", `interface "vlan-100"`, "hold time 3;"},
 			notWant: []string{"nb_fd00"},
 		},
+		{
+			name: "multihop BFD only, BGP without BFD",
+			cfg: BIRDConfig{Neighbors: []netip.Addr{v4, v6}, BFDNeighbors: []netip.Addr{v4, v6}, BFDMultihop: true, BGPWithoutBFD: true,
+				BFD: &BFDConfig{MinRx: 300 * time.Millisecond, MinTx: 300 * time.Millisecond, Multiplier: 3}},
+			want: []string{"neighbor 169.254.100.1 local 169.254.100.150 multihop on;",
+				"neighbor fd00:169::1 local fd00:169::150 multihop on;", "multihop {", "multiplier 3;"},
+			notWant: []string{"bfd on;"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

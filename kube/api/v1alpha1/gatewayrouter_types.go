@@ -28,6 +28,10 @@ const (
 // over BGP (bgp) or as a static next hop (static), never both.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.bgp) != has(self.static)",message="exactly one of bgp and static must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.static) || !has(self.static.bfd) || !has(self.static.bfd.multihop) || !self.static.bfd.multihop",message="multihop BFD needs bgp: a static next hop is directly connected"
+// +kubebuilder:validation:XValidation:rule="!has(self.bgp) || !has(self.bgp.bfd) || !has(self.bgp.bfd.multihop) || !self.bgp.bfd.multihop || ((!isIP(self.address) || ip(self.address).family() == 4 || !ip(self.address).isLinkLocalUnicast()) && (!has(self.bgp.bfd.localAddress) || !isIP(self.bgp.bfd.localAddress) || ip(self.bgp.bfd.localAddress).family() == 4 || !ip(self.bgp.bfd.localAddress).isLinkLocalUnicast()))",message="multihop BFD needs addresses that are not IPv6 link-local"
+// +kubebuilder:validation:XValidation:rule="!has(self.bgp) || !has(self.bgp.bfd) || !has(self.bgp.bfd.localAddress) || !isIP(self.address) || !isIP(self.bgp.bfd.localAddress) || ip(self.bgp.bfd.localAddress).family() == ip(self.address).family()",message="bfd.localAddress must be of the address family of address"
+// +kubebuilder:validation:XValidation:rule="!has(self.static) || !has(self.static.bfd) || !has(self.static.bfd.localAddress) || !isIP(self.address) || !isIP(self.static.bfd.localAddress) || ip(self.static.bfd.localAddress).family() == ip(self.address).family()",message="bfd.localAddress must be of the address family of address"
 type GatewayRouterSpec struct {
 	// Address is the gateway's IP address (the BGP peer or next hop).
 	//
@@ -141,6 +145,26 @@ type BFDSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=255
 	Multiplier int32 `json:"multiplier,omitempty"`
+
+	// Multihop runs the session as multihop BFD (RFC 5883: UDP port 4784,
+	// any received TTL) instead of single hop (RFC 5881: port 3784, TTL
+	// 255), for a gateway that is not directly connected. Only with bgp,
+	// and not with IPv6 link-local addresses (the session is not tied to an
+	// interface).
+	//
+	// +optional
+	Multihop bool `json:"multihop,omitempty"`
+
+	// LocalAddress is the source address of the BFD packets, of the family
+	// of address. When empty the kernel uses the source address of its
+	// route to the gateway. Peers such as FRR and BIRD identify a multihop
+	// session by its two addresses: set it to the address the gateway is
+	// configured with when the route's source address differs.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxLength=45
+	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="must be an IPv4 or IPv6 address"
+	LocalAddress string `json:"localAddress,omitempty"`
 }
 
 // GatewayRouterStatus is the observed state of a GatewayRouter.

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/sllbrd/sllbrd/bgp"
+	"github.com/sllbrd/sllbrd/dataplane"
+	"github.com/sllbrd/sllbrd/dataplane/route"
+	"github.com/sllbrd/sllbrd/internal/metrics"
+	"github.com/sllbrd/sllbrd/internal/reconcile"
+	"github.com/sllbrd/sllbrd/model"
+)
+
+// The components of an apply, as named in metrics and logs.
+const (
+	componentDataplane = "dataplane"
+	componentRouters   = "gateway_routers"
+	componentAnnounce  = "vip_announcement"
+)
+
+// programmer is the dataplane part of an apply (*dataplane.Programmer).
+type programmer interface {
+	Apply(st *model.State, gateways []route.Nexthop) (dataplane.Applied, error)
+}
+
+// routing is the BGP and BFD part of an apply (*uplink.Uplink).
+type routing interface {
+	Apply(ctx context.Context, routers []model.Router) error
+	Announce(ctx context.Context, vips []netip.Addr) error
+}
+
+// applier is the reconcile loop's only action: it programs the dataplane,
+// configures the GatewayRouters (BGP peers, BFD sessions) and announces
+// the VIPs that are served. Each part is attempted on every pass, and any
+// failure fails the pass, so the loop retries it with backoff and readiness
+// reports it. Its fields other than routing are set once; it runs on the
+// loop's goroutine only.
+type applier struct {
+	log       *slog.Logger
+	dataplane programmer
+	routing   routing // set once routing has started, before the loop runs
+	metrics   *metrics.Config
+	problems  func(n int) // how many parts the dataplane left out
+	// rerunBy asks the loop for another pass by a time: removed endpoints'
+	// routes are due for deletion then (nil: never asked).
+	rerunBy func(time.Time)
+
+	announced []netip.Addr // VIPs last announced
+	loggedGen uint64       // generation whose problems were logged
+}
+
+func (a *applier) apply(ctx context.Context, want reconcile.Desired) error {
+	res, dpErr := a.dataplane.Apply(want.State, want.Gateways)
+	if !res.RetireAt.IsZero() && a.rerunBy != nil {
+		a.rerunBy(res.RetireAt)
+	}
+	a.metrics.ObserveApply(res.Generation, want.Changed, time.Now(), dpErr)
+	a.problems(len(res.Problems))
+	if res.Generation != a.loggedGen { // not again on every resync
+		a.loggedGen = res.Generation
+		for _, p := range res.Problems {
+			a.log.Warn("configuration problem", "generation", res.Generation, "problem", p)
+		}
+	}
+	rtErr := a.routing.Apply(ctx, want.State.Routers)
+	annErr := a.announce(ctx, res.ServedVIPs, dpErr != nil, want.GatewayGone)
+	errs := []error{
+		a.observe(componentDataplane, res.Generation, dpErr),
+		a.observe(componentRouters, res.Generation, rtErr),
+		a.observe(componentAnnounce, res.Generation, annErr),
+	}
+	if dpErr == nil && !want.Changed.IsZero() {
+		a.log.Info("dataplane programmed", "generation", res.Generation, "vips", len(res.VIPs),
+			"served_vips", len(res.ServedVIPs), "endpoints", res.Endpoints, "latency", time.Since(want.Changed).String())
+	}
+	return errors.Join(errs...)
+}
+
+// observe counts a component's outcome and logs a failure; it returns the
+// failure named after the component. A BGP speaker already shut down (sllbrd
+// is stopping: the VIPs were withdrawn on purpose) is not a failure.
+func (a *applier) observe(component string, generation uint64, err error) error {
+	if errors.Is(err, bgp.ErrClosed) {
+		err = nil
+	}
+	a.metrics.ObserveComponent(component, err)
+	if err == nil {
+		return nil
+	}
+	a.log.Error("applying the configuration failed; will retry", "component", component, "generation", generation, "err", err)
+	return fmt.Errorf("%s: %w", component, err)
+}
+
+// announce advertises the VIPs that are programmed and served. After a
+// failed dataplane apply it only keeps VIPs already announced: it never
+// starts attracting traffic for something the kernel may not carry. When
+// the Gateway is gone it announces nothing.
+func (a *applier) announce(ctx context.Context, served []netip.Addr, dpFailed, gatewayGone bool) error {
+	vips := served
+	switch {
+	case gatewayGone:
+		vips = nil
+	case dpFailed:
+		vips = slices.DeleteFunc(slices.Clone(served), func(v netip.Addr) bool { return !slices.Contains(a.announced, v) })
+	}
+	if err := a.routing.Announce(ctx, vips); err != nil {
+		return err
+	}
+	if gatewayGone && len(a.announced) > 0 {
+		a.log.Warn("the Gateway is gone: its VIPs are withdrawn", "vips", len(a.announced))
+	}
+	a.announced = vips
+	return nil
+}
