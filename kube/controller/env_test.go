@@ -256,7 +256,7 @@ func (e *env) createPod(p podSpec) *corev1.Pod {
 	e.t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: p.name, Labels: map[string]string{"app": p.app}},
-		Spec: corev1.PodSpec{NodeName: p.node, Containers: []corev1.Container{{Name: "app", Image: "example.org/app:1"}}},
+		Spec:       corev1.PodSpec{NodeName: p.node, Containers: []corev1.Container{{Name: "app", Image: "example.org/app:1"}}},
 	}
 	if p.status != "" {
 		pod.Annotations = map[string]string{kube.AnnotationNetworkStatus: p.status}
