@@ -428,15 +428,22 @@ func (e *env) events(kind, name, reason string) []string {
 	return out
 }
 
-// waitEvent waits for a Warning Event and returns its note.
-func (e *env) waitEvent(kind, name, reason string) string {
+// waitEvent waits for a Warning Event whose note contains part and returns
+// the note.
+func (e *env) waitEvent(kind, name, reason, part string) string {
 	e.t.Helper()
-	var notes []string
-	e.waitFor(fmt.Sprintf("Event %s on %s %s", reason, kind, name), func() (bool, string) {
-		notes = e.events(kind, name, reason)
-		return len(notes) > 0, ""
+	var found string
+	e.waitFor(fmt.Sprintf("Event %s on %s %s saying %q", reason, kind, name, part), func() (bool, string) {
+		notes := e.events(kind, name, reason)
+		for _, n := range notes {
+			if strings.Contains(n, part) {
+				found = n
+				return true, ""
+			}
+		}
+		return false, strings.Join(notes, " | ")
 	})
-	return notes[0]
+	return found
 }
 
 func sameKeys[V any](m map[string]V, keys ...string) bool {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -133,17 +132,17 @@ func (c *Controller) reportPods(svc *corev1.Service, maxEndpoints int, cands []e
 			c.events.resolved(cand.Pod, ReasonEndpointsOverLimit)
 		}
 	}
-	var left []string
 	for _, p := range assigned.OverLimit {
-		left = append(left, p.Name)
-		pod := podByUID(cands, p.UID)
-		c.events.warn(pod, ReasonEndpointsOverLimit, fmt.Sprintf(
+		c.events.warn(podByUID(cands, p.UID), ReasonEndpointsOverLimit, fmt.Sprintf(
 			"not an endpoint of Service %s: all %d identifiers (%s) are in use; it gets the next one that frees",
 			svc.Name, maxEndpoints, kube.AnnotationMaxEndpoints))
 	}
-	if len(left) > 0 {
-		c.events.warn(svc, ReasonEndpointsOverLimit, fmt.Sprintf("%d pods left out, all %d identifiers (%s) are in use: %s",
-			len(left), maxEndpoints, kube.AnnotationMaxEndpoints, strings.Join(left, ", ")))
+	// One stable note: the Events API folds later notes of the same reason
+	// into the first one's series; the pods' own Events name them.
+	if len(assigned.OverLimit) > 0 {
+		c.events.warn(svc, ReasonEndpointsOverLimit, fmt.Sprintf(
+			"pods are left out: all %d identifiers (%s) are in use; each has an %s Event, and sllbrd_controller_service_pods_over_limit counts them",
+			maxEndpoints, kube.AnnotationMaxEndpoints, ReasonEndpointsOverLimit))
 	} else {
 		c.events.resolved(svc, ReasonEndpointsOverLimit)
 	}
