@@ -254,4 +254,3 @@ func installController(ctx context.Context, t *testing.T, cp *kubetest.ControlPl
 	}
 	return client
 }
-
