@@ -37,18 +37,10 @@ func TestIntegrationControllerLab(t *testing.T) {
 	l := labSetup(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	link, hostAddr, lbAddr := hostLink(l)
-	if err := l.ConnectHost(ctx, lab.LBName(1), link, hostAddr, lbAddr); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := lab.DisconnectHost(context.Background(), link); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
+	_, hostAddr := connectHost(ctx, t, l)
 	dataplaneSA := kubetest.ServiceAccount(controllerLabNamespace, "sllbrd")
 	controllerSA := kubetest.ServiceAccount(controllerLabNamespace, "sllbrd-controller")
-	cp := kubetest.StartAt(t, hostAddr.Addr(), dataplaneSA, controllerSA)
+	cp := kubetest.StartAt(t, hostAddr, dataplaneSA, controllerSA)
 	kc := kubernetes.NewForConfigOrDie(cp.AdminConfig())
 	k := &kubeLab{lab: l, cp: cp, kube: kc}
 	createControllerLabObjects(ctx, t, cp, kc)
@@ -113,14 +105,8 @@ func createControllerLabObjects(ctx context.Context, t *testing.T, cp *kubetest.
 	}
 	files, _ := filepath.Glob(filepath.Join(deployDir, "rbac", "*.yaml"))
 	files = append(files, filepath.Join(deployDir, "examples", "gatewayclass.yaml"), filepath.Join(dir, "sllb-a.yaml"))
-	objs, err := kubetest.ReadObjects(files...)
-	if err != nil {
+	if err := client.CreateFiles(ctx, controllerLabNamespace, files...); err != nil {
 		t.Fatal(err)
-	}
-	for _, o := range objs {
-		if _, err := client.Create(ctx, controllerLabNamespace, o); err != nil {
-			t.Fatalf("create %s %s: %v", o.GetKind(), o.GetName(), err)
-		}
 	}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "service-a", Labels: map[string]string{kube.LabelServiceProxyName: "sllb-a"}},

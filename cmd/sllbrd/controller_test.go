@@ -227,30 +227,12 @@ func installController(ctx context.Context, t *testing.T, cp *kubetest.ControlPl
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace: %v", err)
 	}
-	crds, _ := filepath.Glob(filepath.Join(deployDir, "crds", "*.yaml"))
-	gatewayCRDs, err := kubetest.GatewayAPICRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := client.InstallCRDs(ctx, append(crds, gatewayCRDs...)...); err != nil {
+	if err := client.InstallAllCRDs(ctx, deployDir); err != nil {
 		t.Fatalf("install CRDs: %v", err)
 	}
 	files, _ := filepath.Glob(filepath.Join(deployDir, "controller", "*role*.yaml"))
-	files = append(files, filepath.Join(deployDir, "controller", "service_account.yaml"))
-	objs, err := kubetest.ReadObjects(files...)
-	if err != nil {
+	if err := client.CreateFiles(ctx, ns, append(files, filepath.Join(deployDir, "controller", "service_account.yaml"))...); err != nil {
 		t.Fatal(err)
-	}
-	for _, o := range objs {
-		if o.GetKind() == "ClusterRoleBinding" {
-			subjects, _ := o.Object["subjects"].([]any)
-			for _, s := range subjects {
-				s.(map[string]any)["namespace"] = ns
-			}
-		}
-		if _, err := client.Create(ctx, ns, o); err != nil {
-			t.Fatalf("create %s %s: %v", o.GetKind(), o.GetName(), err)
-		}
 	}
 	return client
 }

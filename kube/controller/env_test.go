@@ -66,38 +66,19 @@ func newEnv(t *testing.T, ns string) *env {
 	if _, err := e.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace: %v", err)
 	}
-	crds, _ := filepath.Glob(filepath.Join(deployDir, "crds", "*.yaml"))
-	gatewayCRDs, err := kubetest.GatewayAPICRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.dyn.InstallCRDs(ctx, append(crds, gatewayCRDs...)...); err != nil {
+	if err := e.dyn.InstallAllCRDs(ctx, deployDir); err != nil {
 		t.Fatalf("install CRDs: %v", err)
 	}
 	rbac, _ := filepath.Glob(filepath.Join(deployDir, "controller", "*role*.yaml"))
-	rbac = append(rbac, filepath.Join(deployDir, "controller", "service_account.yaml"))
-	e.createFiles(rbac...)
+	e.createFiles(append(rbac, filepath.Join(deployDir, "controller", "service_account.yaml"))...)
 	return e
 }
 
-// createFiles creates every object of the files in the namespace (the
-// ClusterRoleBinding's subject moved to it, as kustomize does).
+// createFiles creates every object of the files in the namespace.
 func (e *env) createFiles(paths ...string) {
 	e.t.Helper()
-	objs, err := kubetest.ReadObjects(paths...)
-	if err != nil {
+	if err := e.dyn.CreateFiles(e.ctx, e.ns, paths...); err != nil {
 		e.t.Fatal(err)
-	}
-	for _, o := range objs {
-		if o.GetKind() == "ClusterRoleBinding" {
-			subjects, _ := o.Object["subjects"].([]any)
-			for _, s := range subjects {
-				s.(map[string]any)["namespace"] = e.ns
-			}
-		}
-		if _, err := e.dyn.Create(e.ctx, e.ns, o); err != nil {
-			e.t.Fatalf("create %s %s: %v", o.GetKind(), o.GetName(), err)
-		}
 	}
 }
 
