@@ -146,6 +146,32 @@ func TestIntegrationEndpointSlices(t *testing.T) {
 		}
 	})
 
+	t.Run("a failed write: an Event, retries, recovery", func(t *testing.T) {
+		roles := e.kube.RbacV1().Roles(e.ns)
+		role, err := roles.Get(e.ctx, "sllbrd-controller", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		granted := role.DeepCopy()
+		for i, r := range role.Rules {
+			if slices.Contains(r.Resources, "endpointslices") {
+				role.Rules[i].Verbs = []string{"list", "watch"} // no more writes
+			}
+		}
+		if _, err := roles.Update(e.ctx, role, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.createService("service-c", "sllb-a", "c", 0)
+		e.createPod(podSpec{name: "c1", app: "c", status: networkStatus(nad, "169.111.100.41"), ready: true})
+		e.waitEvent("Service", "service-c", "ReconcileFailed", "forbidden")
+		current, _ := roles.Get(e.ctx, "sllbrd-controller", metav1.GetOptions{})
+		granted.ResourceVersion = current.ResourceVersion
+		if _, err := roles.Update(e.ctx, granted, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.waitEndpoints("service-c", "c1 listed after the grant is back", func(eps map[string]endpoint) bool { return eps["c1"].ready })
+	})
+
 	t.Run("a pod that leaves the selector leaves the slices", func(t *testing.T) {
 		pod := e.getPod("p3-v6")
 		pod.Labels["app"] = "elsewhere"
