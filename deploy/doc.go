@@ -1,7 +1,9 @@
-// Package deploy holds no code: it is the home of the Kubernetes manifests
-// of sllbrd (CRDs, RBAC, the SLLBR Deployment, a kustomization and the
-// seed's example objects) and of the tests that keep them sound: every YAML
-// file parses, the kustomization lists files that exist, the RBAC grants
-// only what docs/deploy.md says, and deploy/crds matches what controller-gen
-// generates from kube/api/v1alpha1.
+// Package deploy is the home of the Kubernetes manifests of sllbrd (CRDs,
+// RBAC, the controller's Deployment, the SLLBR Deployment template, a
+// kustomization and the seed's example objects) and of the tests that keep
+// them sound: every YAML file parses, the kustomization lists files that
+// exist, the RBAC grants only what docs/deploy.md and docs/controller.md
+// say, and deploy/crds matches what controller-gen generates from
+// kube/api/v1alpha1. Its only code is SLLBRDeploymentTemplate, the
+// template embedded in the binary as the controller's default.
 package deploy

@@ -81,40 +81,54 @@ func TestYAMLParses(t *testing.T) {
 	}
 }
 
+// kustomization is the part of kustomization.yaml the tests read.
+type kustomization struct {
+	APIVersion         string   `json:"apiVersion"`
+	Kind               string   `json:"kind"`
+	Namespace          string   `json:"namespace"`
+	Resources          []string `json:"resources"`
+	ConfigMapGenerator []struct {
+		Name  string   `json:"name"`
+		Files []string `json:"files"`
+	} `json:"configMapGenerator"`
+	GeneratorOptions struct {
+		DisableNameSuffixHash bool `json:"disableNameSuffixHash"`
+	} `json:"generatorOptions"`
+}
+
 // TestKustomizationListsExistingFiles checks that every resource of
-// kustomization.yaml exists and that every CRD, RBAC and workload file is
-// listed.
+// kustomization.yaml exists, that every CRD, RBAC and controller file is
+// listed, and that the SLLBR Deployment is not applied but generated into
+// the template ConfigMap the controller reads (under a fixed name).
 func TestKustomizationListsExistingFiles(t *testing.T) {
 	data, err := os.ReadFile("kustomization.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var k struct {
-		Resources []string `json:"resources"`
-	}
-	if err := yaml.UnmarshalStrict(data, &struct {
-		APIVersion string   `json:"apiVersion"`
-		Kind       string   `json:"kind"`
-		Namespace  string   `json:"namespace"`
-		Resources  []string `json:"resources"`
-	}{}); err != nil {
+	var k kustomization
+	if err := yaml.UnmarshalStrict(data, &k); err != nil {
 		t.Fatalf("kustomization.yaml: %v", err)
-	}
-	if err := yaml.Unmarshal(data, &k); err != nil {
-		t.Fatal(err)
 	}
 	for _, r := range k.Resources {
 		if _, err := os.Stat(r); err != nil {
 			t.Errorf("kustomization resource %s: %v", r, err)
 		}
 	}
-	for _, dir := range []string{"crds", "rbac", "sllbrd"} {
+	for _, dir := range []string{"crds", "rbac", "controller"} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 		for _, f := range files {
 			if !slices.Contains(k.Resources, filepath.ToSlash(f)) {
 				t.Errorf("%s is not listed in kustomization.yaml", f)
 			}
 		}
+	}
+	if slices.Contains(k.Resources, "sllbrd/deployment.yaml") {
+		t.Errorf("sllbrd/deployment.yaml is applied as a Deployment; the controller creates the SLLBR Deployments from it")
+	}
+	if len(k.ConfigMapGenerator) != 1 || k.ConfigMapGenerator[0].Name != "sllbrd-templates" ||
+		!slices.Equal(k.ConfigMapGenerator[0].Files, []string{"deployment.yaml=sllbrd/deployment.yaml"}) ||
+		!k.GeneratorOptions.DisableNameSuffixHash {
+		t.Errorf("the template ConfigMap sllbrd-templates (key deployment.yaml, no name suffix) is not generated: %+v", k)
 	}
 }
 
@@ -126,7 +140,7 @@ func TestRoleGrantsOnlyReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	read := []string{"get", "list", "watch"}
-	want := map[string][]string{
+	checkGrants(t, "Role sllbrd", grants(role.Rules), map[string][]string{
 		"gateway.networking.k8s.io/gateways":                read,
 		"meridio.experiment.gateway.api.poc/l34routes":      read,
 		"meridio.experiment.gateway.api.poc/gatewayrouters": read,
@@ -134,28 +148,7 @@ func TestRoleGrantsOnlyReads(t *testing.T) {
 		"discovery.k8s.io/endpointslices": read,
 		"events.k8s.io/events":            {"create", "patch"},
 		"/events":                         {"create", "patch"},
-	}
-	got := map[string][]string{}
-	for _, r := range role.Rules {
-		for _, g := range r.APIGroups {
-			for _, res := range r.Resources {
-				got[g+"/"+res] = append(got[g+"/"+res], r.Verbs...)
-			}
-		}
-	}
-	for key, verbs := range got {
-		slices.Sort(verbs)
-		w := slices.Clone(want[key])
-		slices.Sort(w)
-		if !slices.Equal(verbs, w) {
-			t.Errorf("Role grants %v on %s, want %v", verbs, key, w)
-		}
-	}
-	for key := range want {
-		if _, ok := got[key]; !ok {
-			t.Errorf("Role does not grant %s", key)
-		}
-	}
+	})
 }
 
 // TestDeploymentContract checks the Deployment against the sllbrd flags and

@@ -11,6 +11,9 @@
 //   - kube/apiserver: the same from a kube-apiserver, with namespace-scoped
 //     informers, Warning Events on invalid objects and a readiness that says
 //     when the API server is unreachable.
+//   - kube/controller: `sllbrd controller`, which writes the EndpointSlices
+//     (with identifiers), the status of the objects and the SLLBR Deployment
+//     of each Gateway of sllbrd's GatewayClass.
 //
 // Outside kube only cmd/sllbrd (to build the API-server client) and tests
 // import Kubernetes packages: the dataplane, routing and model packages

@@ -41,3 +41,34 @@ const (
 	// DefaultNamespace holds objects that do not name a namespace.
 	DefaultNamespace = "default"
 )
+
+// Names the controller (sllbrd controller) writes and reads besides the
+// contract above.
+const (
+	// ControllerName is the spec.controllerName of the GatewayClasses whose
+	// Gateways sllbrd's controller owns, and the controllerName of the
+	// L34Route status entries it writes.
+	ControllerName = "meridio-experiment/stateless-load-balancer"
+	// AnnotationNetworkStatus on a pod is Multus' report of its networks: a
+	// JSON list of {name, interface, ips, mac, default, dns}.
+	AnnotationNetworkStatus = "k8s.v1.cni.cncf.io/network-status"
+	// AnnotationMultusNetworks asks Multus for a pod's secondary networks;
+	// the SLLBR pods get the one of their Gateway's infrastructure.
+	AnnotationMultusNetworks = "k8s.v1.cni.cncf.io/networks"
+	// LabelDummyServiceSelector in a Service's selector only keeps
+	// Kubernetes' own EndpointSlice controller away; the controller ignores
+	// it when selecting pods.
+	LabelDummyServiceSelector = "meridio-experiment/dummy-service-selector"
+	// LabelEndpointSliceManagedBy names the writer of an EndpointSlice;
+	// the controller writes and reads only slices where it is
+	// EndpointSliceManager.
+	LabelEndpointSliceManagedBy = "endpointslice.kubernetes.io/managed-by"
+	EndpointSliceManager        = "sllbrd-controller.meridio-experiment"
+	// LabelGatewayName (Gateway API, GEP-1762) names the Gateway on the
+	// SLLBR Deployment and its pods.
+	LabelGatewayName = "gateway.networking.k8s.io/gateway-name"
+	// LabelComponent is ComponentSLLBR on the SLLBR Deployment and its pods:
+	// with LabelGatewayName it selects the SLLBR pods of one Gateway.
+	LabelComponent = "app.kubernetes.io/component"
+	ComponentSLLBR = "sllbr"
+)

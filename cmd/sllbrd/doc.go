@@ -4,6 +4,11 @@
 // endpoints, and attracts that traffic from the data-centre gateways with
 // BGP supervised by BFD.
 //
+// `sllbrd controller` is the controller-manager of the same product, in the
+// same binary (kube/controller; flags in controller.go): it writes the
+// EndpointSlices with identifiers, the status of the Gateway API and sllbrd
+// objects, and the SLLBR Deployment of each Gateway.
+//
 // This package only wires: flags, signals, one errgroup, the admin HTTP
 // endpoint, and the reconcile loop's apply (applier), which programs the
 // dataplane, applies the GatewayRouters and announces the served VIPs in

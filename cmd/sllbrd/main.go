@@ -14,7 +14,19 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
+// subcommands are the roles other than the default one (the SLLBR
+// daemon): `sllbrd <name> [flags]` runs subcommands[name] with the flags and
+// exits with the code it returns.
+var subcommands = map[string]func(args []string) int{
+	"controller": controllerMain,
+}
+
 func main() {
+	if len(os.Args) > 1 {
+		if sub, ok := subcommands[os.Args[1]]; ok {
+			os.Exit(sub(os.Args[2:]))
+		}
+	}
 	cfg, err := parseFlags(os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)

@@ -18,6 +18,10 @@ func registerAll(t *testing.T, reg prometheus.Registerer) {
 	cfg := NewConfig()
 	cfg.ObserveApply(1, time.Now().Add(-time.Millisecond), time.Now(), nil)
 	cfg.SetProblems(map[string]int{"unknown_service": 1})
+	ctl := NewController()
+	ctl.SetLeader(true)
+	ctl.ObserveReconcile("Service", ResultSuccess, time.Millisecond)
+	ctl.SetService("service-a", 3, 1, map[string]int{"NoNetworkStatus": 2})
 	reg.MustRegister(
 		NewEngineCollector(trafficEngine(t)),
 		NewNFQueueCollector(fakeQueues, WithProcStatsPath(writeProcFile(t, procTable))),
@@ -25,7 +29,7 @@ func registerAll(t *testing.T, reg prometheus.Registerer) {
 		NewBGPCollector(func() []BGPPeer {
 			return []BGPPeer{{Peer: netip.MustParseAddr("192.0.2.254"), Router: "gw", State: BGPStateIdle}}
 		}),
-		cfg,
+		cfg, ctl,
 		ReadyGauge(func() (bool, []string) { return true, nil }),
 	)
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	gatewayscheme "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/scheme"
@@ -40,19 +41,30 @@ type recorder interface {
 // startEvents starts an events.k8s.io/v1 broadcaster writing to the API
 // server and returns the reporter that feeds it and its stop function.
 func (s *Source) startEvents(ctx context.Context) (*problemReporter, func(), error) {
+	rec, stop, err := StartEventRecorder(ctx, s.kube, ReportingController)
+	if err != nil {
+		return nil, nil, fmt.Errorf("apiserver: %w", err)
+	}
+	return newProblemReporter(rec), stop, nil
+}
+
+// StartEventRecorder starts an events.k8s.io/v1 broadcaster writing to the
+// API server as component, for events about core, Gateway API and sllbrd
+// objects, and returns its recorder and stop function.
+func StartEventRecorder(ctx context.Context, client kubernetes.Interface, component string) (events.EventRecorder, func(), error) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, gatewayscheme.AddToScheme, v1alpha1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
-			return nil, nil, fmt.Errorf("apiserver: events scheme: %w", err)
+			return nil, nil, fmt.Errorf("events scheme: %w", err)
 		}
 	}
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: s.kube.EventsV1()})
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
 	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
-		return nil, nil, fmt.Errorf("apiserver: events: %w", err)
+		return nil, nil, fmt.Errorf("events: %w", err)
 	}
-	return newProblemReporter(b.NewRecorder(scheme, ReportingController)), b.Shutdown, nil
+	return b.NewRecorder(scheme, component), b.Shutdown, nil
 }
 
 // problemReporter turns translator Problems into Warning Events: one Event

@@ -10,8 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	corev1informers "k8s.io/client-go/informers/core/v1"
 	discoveryv1informers "k8s.io/client-go/informers/discovery/v1"
 	"k8s.io/client-go/rest"
@@ -28,27 +26,12 @@ var groupVersion = v1alpha1.SchemeGroupVersion
 
 // Resource names of the custom resources.
 const (
-	resourceL34Routes      = "l34routes"
-	resourceGatewayRouters = "gatewayrouters"
+	resourceL34Routes      = v1alpha1.ResourceL34Routes
+	resourceGatewayRouters = v1alpha1.ResourceGatewayRouters
 )
 
-// newCRDClient returns a REST client for the v1alpha1 custom resources; no
-// typed clientset is generated for them.
-func newCRDClient(cfg *rest.Config) (rest.Interface, error) {
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("scheme: %w", err)
-	}
-	c := rest.CopyConfig(cfg)
-	c.GroupVersion = &groupVersion
-	c.APIPath = "/apis"
-	c.ContentType = runtime.ContentTypeJSON
-	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
-	if c.UserAgent == "" {
-		c.UserAgent = rest.DefaultKubernetesUserAgent()
-	}
-	return rest.RESTClientFor(c)
-}
+// newCRDClient returns a REST client for the v1alpha1 custom resources.
+func newCRDClient(cfg *rest.Config) (rest.Interface, error) { return v1alpha1.NewRESTClient(cfg) }
 
 // watchers are the informers of one Source.
 type watchers struct {

@@ -18,6 +18,10 @@
 //     State.Generation zero for the caller to set.
 //   - Every Route.Service names a Service present in State.Services.
 //
+// Gateway, MaxEndpoints and IsParent (parts.go) answer one question each
+// with the same rules, for the controller (kube/controller), which needs a
+// part of a translation.
+//
 // Defaults: a Service without the max-endpoints annotation gets
 // kube.DefaultMaxEndpoints (32); accepted values are 1..kube.MaxMaxEndpoints.
 // GatewayRouter fields left empty get the v1alpha1 Default* values, as the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -158,3 +159,43 @@ var (
 	createOptions = metav1.CreateOptions{}
 	getOptions    = metav1.GetOptions{}
 )
+
+// InstallAllCRDs installs sllbrd's CRDs (the files of deployDir/crds) and
+// the Gateway API CRDs (GatewayAPICRDs), and waits until they are
+// established.
+func (c *Client) InstallAllCRDs(ctx context.Context, deployDir string) error {
+	crds, err := filepath.Glob(filepath.Join(deployDir, "crds", "*.yaml"))
+	if err != nil || len(crds) == 0 {
+		return fmt.Errorf("no CRDs in %s/crds: %v", deployDir, err)
+	}
+	gatewayCRDs, err := GatewayAPICRDs()
+	if err != nil {
+		return err
+	}
+	return c.InstallCRDs(ctx, append(crds, gatewayCRDs...)...)
+}
+
+// CreateFiles creates every object of the files, in namespace unless an
+// object names its own, like `kubectl create -f`; the ServiceAccount
+// subjects of a ClusterRoleBinding are moved to namespace, as the namespace
+// of a kustomization does.
+func (c *Client) CreateFiles(ctx context.Context, namespace string, paths ...string) error {
+	objs, err := ReadObjects(paths...)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if o.GetKind() == "ClusterRoleBinding" {
+			subjects, _ := o.Object["subjects"].([]any)
+			for _, s := range subjects {
+				if m, ok := s.(map[string]any); ok && m["kind"] == "ServiceAccount" {
+					m["namespace"] = namespace
+				}
+			}
+		}
+		if _, err := c.Create(ctx, namespace, o); err != nil {
+			return fmt.Errorf("create %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
+	return nil
+}

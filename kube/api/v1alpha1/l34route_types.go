@@ -113,7 +113,18 @@ type L34RouteSpec struct {
 
 // L34RouteStatus is the observed state of an L34Route.
 type L34RouteStatus struct {
-	// Conditions describe whether the route was accepted and programmed.
+	// Parents has one entry per Gateway (parentRef) and controller that
+	// handles the route, as the routes of the Gateway API report it
+	// (RouteParentStatus): conditions Accepted and ResolvedRefs, written by
+	// the controller named in controllerName. A controller writes and
+	// removes only its own entries.
+	//
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Parents []gatewayv1.RouteParentStatus `json:"parents,omitempty"`
+
+	// Conditions describe the route as a whole; the controller of sllbrd
+	// writes none (its findings are per parent, in parents).
 	//
 	// +optional
 	// +listType=map

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"github.com/sllbrd/sllbrd/deploy"
+	"github.com/sllbrd/sllbrd/internal/metrics"
+	"github.com/sllbrd/sllbrd/kube/controller"
+)
+
+var _ controller.Metrics = (*metrics.Controller)(nil)
+
+// controllerConfig is the command line of `sllbrd controller`, validated.
+type controllerConfig struct {
+	namespace, kubeconfig, metricsAddress string
+	templateConfigMap                     string
+	workers                               int
+	election                              controller.LeaderElection
+	logLevel                              slog.Level
+}
+
+func parseControllerFlags(args []string) (*controllerConfig, error) {
+	c := &controllerConfig{}
+	fs := flag.NewFlagSet("sllbrd controller", flag.ContinueOnError)
+	fs.StringVar(&c.namespace, "namespace", "", "namespace to reconcile (default: the pod's namespace)")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig for the API server (default: in-cluster)")
+	fs.StringVar(&c.metricsAddress, "metrics-address", "127.0.0.1:9100", "address of the HTTP endpoint serving /metrics, /healthz and /readyz")
+	fs.StringVar(&c.templateConfigMap, "template-configmap", controller.DefaultTemplateConfigMap,
+		"ConfigMap holding the SLLBR Deployment template (key deployment.yaml); the built-in deploy/sllbrd template while it does not exist")
+	fs.IntVar(&c.workers, "workers", controller.DefaultWorkers, "objects reconciled in parallel")
+	fs.BoolVar(&c.election.Enabled, "leader-elect", true, "elect one writing replica with a coordination.k8s.io Lease")
+	fs.StringVar(&c.election.LeaseName, "leader-election-lease", controller.DefaultLeaseName, "name of the Lease")
+	fs.DurationVar(&c.election.LeaseDuration, "leader-election-lease-duration", controller.DefaultLeaseDuration,
+		"how long a standby replica waits before taking over a Lease that was not renewed")
+	fs.DurationVar(&c.election.RenewDeadline, "leader-election-renew-deadline", controller.DefaultRenewDeadline,
+		"how long the leader tries to renew before giving up the lead")
+	fs.DurationVar(&c.election.RetryPeriod, "leader-election-retry-period", controller.DefaultRetryPeriod,
+		"how often replicas try to acquire or renew the Lease")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if err := c.logLevel.UnmarshalText([]byte(*level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	var errs []error
+	if c.metricsAddress == "" {
+		errs = append(errs, errors.New("--metrics-address is required (use 127.0.0.1:PORT to keep it local)"))
+	}
+	if c.workers < 1 || c.workers > 64 {
+		errs = append(errs, fmt.Errorf("--workers %d: want 1..64", c.workers))
+	}
+	if e := c.election; e.Enabled && !(e.LeaseDuration > e.RenewDeadline && e.RenewDeadline > e.RetryPeriod && e.RetryPeriod > 0) {
+		errs = append(errs, fmt.Errorf("want --leader-election-lease-duration (%v) > --leader-election-renew-deadline (%v) > --leader-election-retry-period (%v) > 0",
+			e.LeaseDuration, e.RenewDeadline, e.RetryPeriod))
+	}
+	return c, errors.Join(errs...)
+}
+
+// controllerMain runs `sllbrd controller` and returns the exit code.
+func controllerMain(args []string) int {
+	cfg, err := parseControllerFlags(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sllbrd controller:", err)
+		return 2
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	klog.SetSlogLogger(log) // client-go's own messages (leader election) in the same format
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := runController(ctx, cfg, log); err != nil {
+		log.Error("sllbrd controller stopped", "err", err)
+		return 1
+	}
+	log.Info("sllbrd controller stopped")
+	return 0
+}
+
+// runController reconciles until ctx ends; on SIGTERM the workers stop,
+// then the Lease is released, then the admin endpoint closes.
+func runController(ctx context.Context, cfg *controllerConfig, log *slog.Logger) error {
+	rc, err := controllerRESTConfig(cfg.kubeconfig)
+	if err != nil {
+		return err
+	}
+	ns, err := namespace(cfg.namespace)
+	if err != nil {
+		return err
+	}
+	m := metrics.NewController()
+	ctl, err := controller.New(rc, ns, controller.WithLogger(log), controller.WithMetrics(m),
+		controller.WithLeaderElection(cfg.election), controller.WithWorkers(cfg.workers),
+		controller.WithTemplate(cfg.templateConfigMap, deploy.SLLBRDeploymentTemplate))
+	if err != nil {
+		return err
+	}
+	log.Info("sllbrd controller starting", "version", version, "namespace", ns, "identity", ctl.Identity(),
+		"leader_elect", cfg.election.Enabled)
+	reg := metrics.NewRegistry()
+	reg.MustRegister(m, metrics.ReadyGauge(ctl.Ready))
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return ctl.Run(gctx) })
+	g.Go(func() error {
+		return metrics.NewServer(cfg.metricsAddress, reg, ctl.Ready, metrics.WithLogger(log),
+			metrics.WithShutdownTimeout(2*time.Second)).Run(gctx)
+	})
+	return g.Wait()
+}
+
+// controllerRESTConfig loads kubeconfig, or the in-cluster configuration.
+func controllerRESTConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		rc, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no --kubeconfig and not in a cluster: %w", err)
+		}
+		return rc, nil
+	}
+	return restConfig(kubeconfig)
+}

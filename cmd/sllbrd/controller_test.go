@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/sllbrd/sllbrd/internal/harness/e2e"
+	"github.com/sllbrd/sllbrd/internal/harness/kubetest"
+	"github.com/sllbrd/sllbrd/internal/harness/require"
+)
+
+// controllerProc is `sllbrd controller` running on the host.
+type controllerProc struct {
+	cmd     *exec.Cmd
+	addr    string // admin endpoint
+	logPath string
+	done    chan struct{}
+	err     error
+}
+
+// buildSllbrd builds the binary once per test run (labSetup shares it).
+func buildSllbrd(t *testing.T) string {
+	t.Helper()
+	if sllbrdBinary == "" {
+		root, err := e2e.ModuleRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir, err := os.MkdirTemp("", "sllbrd-bin-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sllbrdBinary, err = e2e.Build(context.Background(), root, dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sllbrdBinary
+}
+
+// startControllerProc runs `sllbrd controller` with the kubeconfig, in
+// namespace ns, with short leader-election timings; it is killed (by PID)
+// when the test ends if still running.
+func startControllerProc(t *testing.T, kubeconfig, ns string, extra ...string) *controllerProc {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	p := &controllerProc{addr: addr, logPath: filepath.Join(t.TempDir(), "controller.log"), done: make(chan struct{})}
+	log, err := os.Create(p.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"controller", "--kubeconfig", kubeconfig, "--namespace", ns, "--metrics-address", addr,
+		"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=6s", "--leader-election-retry-period=250ms"}, extra...)
+	p.cmd = exec.Command(buildSllbrd(t), args...)
+	p.cmd.Stdout, p.cmd.Stderr = log, log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		log.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(p.logPath)
+			t.Logf("sllbrd controller %s log:\n%s", addr, tail(b, 4000))
+		}
+	})
+	return p
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// get fetches a path of the admin endpoint.
+func (p *controllerProc) get(path string) (int, string, error) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + p.addr + path)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+// metric returns the value of an unlabelled metric, -1 when unreadable.
+func (p *controllerProc) metric(name string) float64 {
+	_, body, err := p.get("/metrics")
+	if err != nil {
+		return -1
+	}
+	sc := bufio.NewScanner(strings.NewReader(body))
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == name {
+			v, _ := strconv.ParseFloat(f[1], 64)
+			return v
+		}
+	}
+	return -1
+}
+
+// waitUntil polls ok every 20ms for up to 30s.
+func waitUntil(t *testing.T, what string, ok func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !ok() {
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("%s: not within 30s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// sigterm stops the process as kubelet does and waits for its exit.
+func (p *controllerProc) sigterm(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+		if p.err != nil {
+			t.Errorf("sllbrd controller exited with %v after SIGTERM", p.err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("sllbrd controller did not exit within 20s of SIGTERM")
+	}
+}
+
+// TestIntegrationControllerBinary runs `sllbrd controller` twice as the
+// ServiceAccount of deploy/controller: the first leads (/readyz, the leader
+// metric, the Lease), the second stands by; SIGTERM to the leader releases
+// the Lease before the process exits and the standby takes over.
+func TestIntegrationControllerBinary(t *testing.T) {
+	require.Integration(t)
+	const ns = "sllbrd-ctl-bin"
+	sa := kubetest.ServiceAccount(ns, "sllbrd-controller")
+	cp := kubetest.Start(t, sa)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	kube := kubernetes.NewForConfigOrDie(cp.AdminConfig())
+	installController(ctx, t, cp, kube, ns)
+	kubeconfig := cp.Kubeconfig(sa.Name)
+
+	first := startControllerProc(t, kubeconfig, ns)
+	waitUntil(t, "first ready and leading", func() bool {
+		status, _, _ := first.get("/readyz")
+		return status == 200 && first.metric("sllbrd_controller_leader") == 1
+	})
+	holder := leaseHolder(ctx, t, kube, ns)
+	if holder == "" {
+		t.Fatalf("the leader holds no Lease")
+	}
+	second := startControllerProc(t, kubeconfig, ns)
+	waitUntil(t, "second ready", func() bool { status, _, _ := second.get("/readyz"); return status == 200 })
+	if second.metric("sllbrd_controller_leader") != 0 {
+		t.Fatalf("two leaders")
+	}
+
+	stopping := time.Now()
+	first.sigterm(t)
+	exited := time.Since(stopping)
+	// The Lease is released before the process ends: at once nobody or the
+	// standby holds it, never the stopped leader.
+	if h := leaseHolder(ctx, t, kube, ns); h == holder {
+		t.Errorf("the stopped leader %s still holds the Lease", holder)
+	}
+	took := waitUntil(t, "second leads", func() bool { return second.metric("sllbrd_controller_leader") == 1 })
+	t.Logf("SIGTERM -> leader exited in %v; the standby led %v after the SIGTERM", exited.Round(time.Millisecond), (exited + took).Round(time.Millisecond))
+	second.sigterm(t)
+	if h := leaseHolder(ctx, t, kube, ns); h != "" {
+		t.Errorf("after the last SIGTERM the Lease is held by %q", h)
+	}
+}
+
+func leaseHolder(ctx context.Context, t *testing.T, kube kubernetes.Interface, ns string) string {
+	t.Helper()
+	l, err := kube.CoordinationV1().Leases(ns).Get(ctx, "sllbrd-controller", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get Lease: %v", err)
+	}
+	return ptr.Deref(l.Spec.HolderIdentity, "")
+}
+
+// installController creates the namespace, the CRDs (sllbrd's and the
+// Gateway API's) and deploy/controller's RBAC with the ClusterRoleBinding
+// pointing at the namespace, as `kubectl apply -k deploy/` would.
+func installController(ctx context.Context, t *testing.T, cp *kubetest.ControlPlane, kube kubernetes.Interface, ns string) *kubetest.Client {
+	t.Helper()
+	client, err := kubetest.NewClient(cp.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	if err := client.InstallAllCRDs(ctx, deployDir); err != nil {
+		t.Fatalf("install CRDs: %v", err)
+	}
+	files, _ := filepath.Glob(filepath.Join(deployDir, "controller", "*role*.yaml"))
+	if err := client.CreateFiles(ctx, ns, append(files, filepath.Join(deployDir, "controller", "service_account.yaml"))...); err != nil {
+		t.Fatal(err)
+	}
+	return client
+}

@@ -1,0 +1,127 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/sllbrd/sllbrd/kube/controller/sllbr"
+	"github.com/sllbrd/sllbrd/kube/controller/status"
+)
+
+// template returns the SLLBR Deployment template: the template ConfigMap's,
+// or the built-in one while the ConfigMap does not exist.
+func (c *Controller) template() (*appsv1.Deployment, error) {
+	cm, err := c.inf.configMaps.Get(c.templateConfigMap)
+	switch {
+	case apierrors.IsNotFound(err):
+		if len(c.defaultTemplate) == 0 {
+			return nil, fmt.Errorf("ConfigMap %s does not exist and there is no built-in template", c.templateConfigMap)
+		}
+		t, err := sllbr.ParseTemplate(c.defaultTemplate)
+		if err != nil {
+			return nil, fmt.Errorf("the built-in template: %w", err)
+		}
+		return t, nil
+	case err != nil:
+		return nil, err
+	}
+	data, ok := cm.Data[sllbr.TemplateKey]
+	if !ok {
+		return nil, fmt.Errorf("ConfigMap %s has no key %s", c.templateConfigMap, sllbr.TemplateKey)
+	}
+	t, err := sllbr.ParseTemplate([]byte(data))
+	if err != nil {
+		return nil, fmt.Errorf("ConfigMap %s key %s: %w", c.templateConfigMap, sllbr.TemplateKey, err)
+	}
+	return t, nil
+}
+
+// deployments returns the SLLBR Deployments of a Gateway (by their labels;
+// normally one).
+func (c *Controller) deployments(gw *gatewayv1.Gateway) []*appsv1.Deployment {
+	ds, _ := c.inf.deployments.List(labels.SelectorFromSet(sllbr.Selector(gw.Name)))
+	return ds
+}
+
+// deploymentReplicas returns the replicas of the Gateway's Deployment.
+func (c *Controller) deploymentReplicas(gw *gatewayv1.Gateway) *status.Replicas {
+	ds := c.deployments(gw)
+	if len(ds) == 0 {
+		return nil
+	}
+	r := &status.Replicas{}
+	for _, d := range ds {
+		r.Desired += ptr.Deref(d.Spec.Replicas, 1)
+		r.Ready += d.Status.ReadyReplicas
+	}
+	return r
+}
+
+// ensureDeployment creates or updates the Gateway's Deployment. A template
+// problem or a name taken by someone else's Deployment is returned as a
+// status problem (and an Event), the Deployment being left as it is; write
+// failures are errors.
+func (c *Controller) ensureDeployment(ctx context.Context, gw *gatewayv1.Gateway, params sllbr.Parameters) (*status.Problem, error) {
+	tmpl, err := c.template()
+	if err != nil {
+		c.events.warn(gw, ReasonInvalidTemplate, "SLLBR Deployment template: "+err.Error())
+		return &status.Problem{Reason: status.ReasonInvalidTemplate, Message: "template: " + err.Error()}, nil
+	}
+	c.events.resolved(gw, ReasonInvalidTemplate)
+	want := sllbr.Render(tmpl, gw, params)
+	api := c.kube.AppsV1().Deployments(c.namespace)
+	var current *appsv1.Deployment
+	for _, d := range c.deployments(gw) {
+		if d.Name == want.Name {
+			current = d
+		}
+	}
+	if current == nil {
+		_, err := api.Create(ctx, want, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return &status.Problem{Reason: status.ReasonDeploymentConflict,
+				Message: fmt.Sprintf("Deployment %s exists and is not managed by sllbrd's controller for this Gateway", want.Name)}, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("create Deployment %s: %w", want.Name, err)
+		}
+		c.log.Info("SLLBR Deployment created", "gateway", gw.Name, "deployment", want.Name)
+	} else if current.Annotations[sllbr.AnnotationHash] != want.Annotations[sllbr.AnnotationHash] {
+		next := current.DeepCopy()
+		next.Labels, next.Annotations, next.OwnerReferences = want.Labels, want.Annotations, want.OwnerReferences
+		next.Spec = want.Spec
+		if _, err := api.Update(ctx, next, metav1.UpdateOptions{}); err != nil {
+			return nil, fmt.Errorf("update Deployment %s: %w", want.Name, err)
+		}
+		c.log.Info("SLLBR Deployment updated", "gateway", gw.Name, "deployment", want.Name)
+	}
+	return nil, c.deleteDeployments(ctx, gw, want)
+}
+
+// deleteDeployments deletes the Gateway's Deployments except keep (a
+// renamed template leaves the old one behind; a Gateway that is no longer
+// ours keeps none).
+func (c *Controller) deleteDeployments(ctx context.Context, gw *gatewayv1.Gateway, keep *appsv1.Deployment) error {
+	var errs []error
+	for _, d := range c.deployments(gw) {
+		if keep != nil && d.Name == keep.Name {
+			continue
+		}
+		pre := metav1.Preconditions{UID: &d.UID, ResourceVersion: &d.ResourceVersion}
+		err := c.kube.AppsV1().Deployments(c.namespace).Delete(ctx, d.Name, metav1.DeleteOptions{Preconditions: &pre})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete Deployment %s: %w", d.Name, err))
+			continue
+		}
+		c.log.Info("SLLBR Deployment deleted", "gateway", gw.Name, "deployment", d.Name)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,48 @@
+// Package controller is `sllbrd controller`, the controller-manager of the
+// Meridio 2.x design: in one namespace it owns the Gateways of sllbrd's
+// GatewayClass and, for them,
+//
+//   - writes the EndpointSlices of their Services, with stable endpoint
+//     identifiers, from the pods' Multus network-status (kube/controller/
+//     endpoints, kube/controller/identifiers);
+//   - writes the status of GatewayClasses, Gateways, L34Routes and
+//     GatewayRouters (kube/controller/status);
+//   - creates and updates each Gateway's SLLBR Deployment from an editable
+//     template and the Gateway's parameters (kube/controller/sllbr).
+//
+// Ownership: a Gateway is owned when its GatewayClass has spec.controllerName
+// kube.ControllerName, or when its gatewayClassName is that string itself
+// (the seed's form, which no GatewayClass can be named). A Gateway whose
+// class does not exist gets Accepted=False/UnknownGatewayClass and nothing
+// else changes for it (its slices and Deployment are kept as they are).
+//
+// Structure (kube-proxy / Kubernetes controller style): namespace-scoped
+// informers (plus a cluster-wide one for GatewayClasses) turn every change
+// into keys (kind, name) of one rate-limited work queue; workers reconcile
+// one key at a time, idempotently, from the informers' caches, and write an
+// object only when what they computed differs from it. Adding a reconciler
+// means adding a kind, its reconcile function and the event handlers that
+// produce its keys (see handlers.go).
+//
+// Promises:
+//   - Nothing is written before every informer has synced and, with leader
+//     election (the default), before this replica holds the Lease; only the
+//     leader writes. On Run's context ending the workers stop first, then
+//     the Lease is released, so another replica takes over within its retry
+//     period. Losing the Lease ends Run with an error (the process restarts).
+//   - Identifiers are recovered from the EndpointSlices every time, never
+//     from memory: a restart or a new leader finds the same assignment. A
+//     Service whose slices in the cache are older than what this replica
+//     wrote is not reconciled until the cache has caught up.
+//   - Every write is conditional on the version read (updates carry the
+//     resourceVersion, deletes a UID and resourceVersion precondition,
+//     creates use deterministic names), so a decision made from a stale
+//     cache fails and is retried instead of being written.
+//   - A Gateway with invalid annotations or parameters keeps its last good
+//     Deployment and its Services keep their last good slices; the problem
+//     is in the Gateway's Accepted condition.
+//   - Warning Events: on a pod that is selected but has no usable address
+//     (once per distinct reason), on a pod and its Service when the pod is
+//     past max-endpoints, on the Gateway for invalid parameters or template,
+//     and on any object whose reconcile failed (ReconcileFailed).
+package controller

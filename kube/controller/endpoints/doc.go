@@ -1,0 +1,30 @@
+// Package endpoints computes the EndpointSlices of one Service of an owned
+// Gateway: which pods count as endpoints and with which addresses (from
+// Multus' network-status annotation), the identifiers recovered from the
+// slices written before, and the slices to create, update and delete. It
+// performs no API calls: the controller lists, calls Plan and writes.
+//
+// Promises:
+//   - A pod counts once it has an address on one of the Gateway's networks
+//     inside one of its network-subnets, and while its phase is neither
+//     Succeeded nor Failed. The addresses come only from network-status
+//     entries whose name is a network of the Gateway's
+//     meridio-experiment/networks (either as written there, or prefixed by
+//     the pod's namespace as Multus names them); entries marked default
+//     (the pod network) and the pod's primary IP are never used. One address
+//     per family: the lowest of the pod's candidates.
+//   - Conditions: ready = the pod's Ready condition is true and the pod is
+//     not being deleted; serving = its Ready condition; terminating = it is
+//     being deleted. A pod being deleted stays listed until the object is
+//     gone.
+//   - One slice per address family, named <service>-ipv4 and <service>-ipv6
+//     (<service>-ipv4-2 and so on when a family has more than
+//     MaxEndpointsPerSlice endpoints; an endpoint stays in the slice it is
+//     in while that slice has room); labelled kubernetes.io/service-name
+//     and endpointslice.kubernetes.io/managed-by=sllbrd-controller.meridio-experiment,
+//     owned by the Service, with the meridio-experiment/endpoint-identifiers
+//     annotation exactly as the dataplane reads it. Empty slices are deleted.
+//   - Plan writes nothing that is already there: an unchanged slice is
+//     neither updated nor re-created, whatever order the informer returned
+//     things in.
+package endpoints

@@ -1,0 +1,70 @@
+package endpoints
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sllbrd/sllbrd/kube/controller/identifiers"
+	"github.com/sllbrd/sllbrd/model"
+)
+
+// Candidate is a pod that counts as an endpoint, with its addresses and
+// conditions; it still needs an identifier.
+type Candidate struct {
+	Pod   *corev1.Pod
+	Addrs Addresses
+	// Ready: the Ready condition is true and the pod is not being deleted;
+	// Serving: the Ready condition; Terminating: the pod is being deleted.
+	Ready, Serving, Terminating bool
+}
+
+// Skipped is a selected pod that is not an endpoint, and why.
+type Skipped struct {
+	Pod     *corev1.Pod
+	Fault   Fault
+	Message string
+}
+
+// Candidates sorts the selected pods into endpoints and pods skipped with a
+// fault. Succeeded and Failed pods, and Pending pods without network-status
+// (Multus writes it when the sandbox starts), are left out silently.
+func Candidates(pods []*corev1.Pod, gw model.Gateway) ([]Candidate, []Skipped) {
+	var cands []Candidate
+	var skipped []Skipped
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		addrs, fault, msg := PodAddresses(p, gw)
+		if !addrs.Has() {
+			if fault != FaultNoNetworkStatus || p.Status.Phase == corev1.PodRunning {
+				skipped = append(skipped, Skipped{Pod: p, Fault: fault, Message: msg})
+			}
+			continue
+		}
+		ready := podReady(p)
+		deleting := p.DeletionTimestamp != nil
+		cands = append(cands, Candidate{
+			Pod: p, Addrs: addrs,
+			Ready: ready && !deleting, Serving: ready, Terminating: deleting,
+		})
+	}
+	return cands, skipped
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Identify returns the pods of cands as identifiers.Pod values.
+func Identify(cands []Candidate) []identifiers.Pod {
+	out := make([]identifiers.Pod, 0, len(cands))
+	for _, c := range cands {
+		out = append(out, identifiers.Pod{UID: string(c.Pod.UID), Name: c.Pod.Name, Created: c.Pod.CreationTimestamp.Time})
+	}
+	return out
+}

@@ -1,0 +1,179 @@
+package identifiers
+
+import (
+	"maps"
+	"slices"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// pod returns a pod named name created age seconds after t0.
+func pod(name string, age int) Pod {
+	return Pod{UID: "uid-" + name, Name: name, Created: t0.Add(time.Duration(age) * time.Second)}
+}
+
+func ids(a Assignment) map[string]int {
+	out := map[string]int{}
+	for uid, id := range a.IDs {
+		out[uid[len("uid-"):]] = id
+	}
+	return out
+}
+
+func names(ps []Pod) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+func TestAssign(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		max       int
+		pods      []Pod
+		claims    []Claim
+		want      map[string]int
+		overLimit []string
+	}{
+		{
+			name: "new pods get the lowest identifiers, oldest first",
+			max:  4,
+			pods: []Pod{pod("c", 3), pod("a", 1), pod("b", 2)},
+			want: map[string]int{"a": 0, "b": 1, "c": 2},
+		},
+		{
+			name: "same creation time: ordered by name",
+			max:  4,
+			pods: []Pod{pod("zeta", 1), pod("alpha", 1), pod("mid", 1)},
+			want: map[string]int{"alpha": 0, "mid": 1, "zeta": 2},
+		},
+		{
+			name:   "claims are kept; new pods fill the holes from the lowest",
+			max:    8,
+			pods:   []Pod{pod("a", 1), pod("b", 2), pod("new1", 5), pod("new2", 6)},
+			claims: []Claim{{"uid-a", 3}, {"uid-b", 0}, {"uid-gone", 1}},
+			want:   map[string]int{"a": 3, "b": 0, "new1": 1, "new2": 2},
+		},
+		{
+			name:   "a younger pod does not take an older pod's identifier, whatever it claims",
+			max:    4,
+			pods:   []Pod{pod("old", 1), pod("young", 2)},
+			claims: []Claim{{"uid-young", 0}, {"uid-old", 0}},
+			want:   map[string]int{"old": 0, "young": 1},
+		},
+		{
+			name:   "several claims of one pod: the lowest free one",
+			max:    4,
+			pods:   []Pod{pod("a", 1), pod("b", 2)},
+			claims: []Claim{{"uid-b", 2}, {"uid-b", 1}, {"uid-a", 1}},
+			want:   map[string]int{"a": 1, "b": 2},
+		},
+		{
+			name:   "claims outside 0..max-1 are given up (max lowered)",
+			max:    2,
+			pods:   []Pod{pod("a", 1), pod("b", 2), pod("c", 3)},
+			claims: []Claim{{"uid-a", 5}, {"uid-b", 1}, {"uid-c", -1}},
+			want:   map[string]int{"a": 0, "b": 1},
+			// c is the youngest without a valid claim.
+			overLimit: []string{"c"},
+		},
+		{
+			name:      "past the limit: the youngest are left out, oldest first",
+			max:       2,
+			pods:      []Pod{pod("d", 4), pod("a", 1), pod("c", 3), pod("b", 2)},
+			want:      map[string]int{"a": 0, "b": 1},
+			overLimit: []string{"c", "d"},
+		},
+		{
+			name:      "a freed identifier goes to the oldest waiting pod",
+			max:       2,
+			pods:      []Pod{pod("b", 2), pod("c", 3), pod("d", 4)}, // a is gone
+			claims:    []Claim{{"uid-a", 0}, {"uid-b", 1}},
+			want:      map[string]int{"b": 1, "c": 0},
+			overLimit: []string{"d"},
+		},
+		{
+			name: "no pods",
+			max:  32,
+			want: map[string]int{},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := slices.Clone(tc.pods)
+			got := Assign(tc.max, tc.pods, tc.claims)
+			if !maps.Equal(ids(got), tc.want) {
+				t.Errorf("IDs = %v, want %v", ids(got), tc.want)
+			}
+			if !slices.Equal(names(got.OverLimit), tc.overLimit) {
+				t.Errorf("OverLimit = %v, want %v", names(got.OverLimit), tc.overLimit)
+			}
+			if !slices.Equal(in, tc.pods) {
+				t.Errorf("Assign modified its input")
+			}
+		})
+	}
+}
+
+// TestAssignIsStableOverAPodsLife replays a Service's history: each step
+// feeds the previous assignment back as claims (as the controller recovers
+// it from the slices it wrote); no pod ever changes identifier while it
+// stays, and every identifier is unique and below max.
+func TestAssignIsStableOverAPodsLife(t *testing.T) {
+	const max = 4
+	live := []Pod{}
+	var claims []Claim
+	seen := map[string]int{}
+	step := func(label string) {
+		t.Helper()
+		got := Assign(max, live, claims)
+		used := map[int]string{}
+		claims = nil
+		for uid, id := range got.IDs {
+			if id < 0 || id >= max {
+				t.Fatalf("%s: %s got identifier %d outside 0..%d", label, uid, id, max-1)
+			}
+			if other, dup := used[id]; dup {
+				t.Fatalf("%s: identifier %d given to %s and %s", label, id, uid, other)
+			}
+			used[id] = uid
+			if was, ok := seen[uid]; ok && was != id {
+				t.Fatalf("%s: %s moved from identifier %d to %d", label, uid, was, id)
+			}
+			seen[uid] = id
+			claims = append(claims, Claim{uid, id})
+		}
+		if len(got.IDs)+len(got.OverLimit) != len(live) {
+			t.Fatalf("%s: %d assigned + %d over the limit != %d pods", label, len(got.IDs), len(got.OverLimit), len(live))
+		}
+	}
+	remove := func(name string) {
+		live = slices.DeleteFunc(live, func(p Pod) bool { return p.Name == name })
+		delete(seen, "uid-"+name)
+	}
+	for i, n := range []string{"a", "b", "c"} {
+		live = append(live, pod(n, i))
+		step("add " + n)
+	}
+	live = append(live, pod("d", 10), pod("e", 11), pod("f", 12))
+	step("scale past the limit")
+	remove("b")
+	step("b deleted")
+	// a0 b1 c2 d3 were given; e and f waited; e, the older, takes b's 1.
+	if id, ok := seen["uid-e"]; !ok || id != 1 {
+		t.Fatalf("e did not get b's identifier 1: %v", seen)
+	}
+	if _, ok := seen["uid-f"]; ok {
+		t.Fatalf("f got an identifier before e: %v", seen)
+	}
+	remove("a")
+	step("a deleted")
+	live = append(live, pod("a", 20)) // a new pod with an old name
+	step("a re-created")
+	remove("c")
+	remove("d")
+	step("scale back")
+}

@@ -1,0 +1,124 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions/apis/v1"
+	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
+
+	"github.com/sllbrd/sllbrd/kube"
+	"github.com/sllbrd/sllbrd/kube/api/v1alpha1"
+	"github.com/sllbrd/sllbrd/kube/controller/sllbr"
+)
+
+// informers are the controller's watches and the listers over their caches.
+// Everything is in the controller's namespace except GatewayClasses.
+type informers struct {
+	all       []cache.SharedIndexInformer
+	hasSynced []cache.InformerSynced
+
+	classes     gatewaylisters.GatewayClassLister
+	gateways    gatewaylisters.GatewayNamespaceLister
+	services    corelisters.ServiceNamespaceLister
+	pods        corelisters.PodNamespaceLister
+	slices      discoverylisters.EndpointSliceNamespaceLister
+	deployments appslisters.DeploymentNamespaceLister
+	configMaps  corelisters.ConfigMapNamespaceLister
+	routes      cache.Indexer // *v1alpha1.L34Route
+	routers     cache.Indexer // *v1alpha1.GatewayRouter
+}
+
+// newInformers builds the informers and registers the event handlers of
+// handlers.go on them.
+func (c *Controller) newInformers() (*informers, error) {
+	ns := c.namespace
+	none := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+	all := func(*metav1.ListOptions) {}
+	labelled := func(set labels.Set) func(*metav1.ListOptions) {
+		return func(o *metav1.ListOptions) { o.LabelSelector = labels.SelectorFromSet(set).String() }
+	}
+	classes := gatewayinformers.NewGatewayClassInformer(c.gateways, 0, none)
+	gateways := gatewayinformers.NewGatewayInformer(c.gateways, ns, 0, none)
+	services := coreinformers.NewServiceInformer(c.kube, ns, 0, none)
+	pods := coreinformers.NewPodInformer(c.kube, ns, 0, none)
+	slices := discoveryinformers.NewFilteredEndpointSliceInformer(c.kube, ns, 0, none,
+		labelled(labels.Set{kube.LabelEndpointSliceManagedBy: kube.EndpointSliceManager}))
+	deployments := appsinformers.NewFilteredDeploymentInformer(c.kube, ns, 0, none,
+		labelled(labels.Set{"app.kubernetes.io/managed-by": sllbr.ManagedBy}))
+	configMaps := coreinformers.NewConfigMapInformer(c.kube, ns, 0, none)
+	routes := cache.NewSharedIndexInformer(cache.NewFilteredListWatchFromClient(
+		c.crds, v1alpha1.ResourceL34Routes, ns, all), &v1alpha1.L34Route{}, 0, none)
+	routers := cache.NewSharedIndexInformer(cache.NewFilteredListWatchFromClient(
+		c.crds, v1alpha1.ResourceGatewayRouters, ns, all), &v1alpha1.GatewayRouter{}, 0, none)
+	inf := &informers{
+		classes:     gatewaylisters.NewGatewayClassLister(classes.GetIndexer()),
+		gateways:    gatewaylisters.NewGatewayLister(gateways.GetIndexer()).Gateways(ns),
+		services:    corelisters.NewServiceLister(services.GetIndexer()).Services(ns),
+		pods:        corelisters.NewPodLister(pods.GetIndexer()).Pods(ns),
+		slices:      discoverylisters.NewEndpointSliceLister(slices.GetIndexer()).EndpointSlices(ns),
+		deployments: appslisters.NewDeploymentLister(deployments.GetIndexer()).Deployments(ns),
+		configMaps:  corelisters.NewConfigMapLister(configMaps.GetIndexer()).ConfigMaps(ns),
+		routes:      routes.GetIndexer(),
+		routers:     routers.GetIndexer(),
+	}
+	handlers := []struct {
+		inf cache.SharedIndexInformer
+		h   func(old, obj any) []Key
+	}{
+		{classes, c.onGatewayClass}, {gateways, c.onGateway}, {services, c.onService},
+		{pods, c.onPod}, {slices, c.onEndpointSlice}, {deployments, c.onDeployment},
+		{configMaps, c.onConfigMap}, {routes, c.onL34Route}, {routers, c.onGatewayRouter},
+	}
+	for _, h := range handlers {
+		reg, err := h.inf.AddEventHandler(c.enqueuer(h.h))
+		if err != nil {
+			return nil, fmt.Errorf("controller: event handler: %w", err)
+		}
+		inf.all = append(inf.all, h.inf)
+		inf.hasSynced = append(inf.hasSynced, h.inf.HasSynced, reg.HasSynced)
+	}
+	return inf, nil
+}
+
+// start runs the informers until ctx ends.
+func (inf *informers) start(ctx context.Context, wg *sync.WaitGroup) {
+	for _, i := range inf.all {
+		wg.Go(func() { i.RunWithContext(ctx) })
+	}
+}
+
+// getCustom returns a custom resource from an informer's indexer.
+func getCustom(idx cache.Indexer, namespace, name string) (runtime.Object, error) {
+	obj, ok, err := idx.GetByKey(namespace + "/" + name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errNotFound
+	}
+	return obj.(runtime.Object), nil
+}
+
+// listCustom returns the custom resources of an informer's cache.
+func listCustom[T runtime.Object](idx cache.Indexer) []T {
+	items := idx.List()
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		if o, ok := it.(T); ok {
+			out = append(out, o)
+		}
+	}
+	return out
+}

@@ -1,0 +1,30 @@
+// Package status computes the status the controller writes on GatewayClasses,
+// Gateways, L34Routes and GatewayRouters, from plain findings (problems
+// found by kube/translate, the SLLBR Deployment's replicas). It performs no
+// API calls; Merge* functions fold the result into an object's current
+// status the way the Gateway API asks: conditions of other types and status
+// entries of other controllers are kept, a condition keeps its
+// lastTransitionTime while its status does not change, and every condition
+// carries the observedGeneration it was computed from.
+//
+// Conditions and reasons (documented for users in docs/controller.md):
+//   - GatewayClass Accepted: True/Accepted; False/InvalidParameters when the
+//     class has a parametersRef (sllbrd reads parameters per Gateway only).
+//   - Gateway Accepted: True/Accepted; False/UnknownGatewayClass,
+//     False/InvalidAnnotations (meridio-experiment/networks or
+//     network-subnets), False/InvalidParameters (parametersRef).
+//   - Gateway Programmed: True/Programmed when at least one SLLBR replica is
+//     ready; False/NoReadyReplicas, False/InvalidTemplate,
+//     False/DeploymentConflict (the name is taken by a Deployment the
+//     controller does not own) or False/Pending (not created yet).
+//   - Gateway status.addresses: the VIPs of the L34Routes the Gateway
+//     accepted, sorted (IPv4 first), type IPAddress, at most 16 (the
+//     Gateway API's limit; the Programmed message says when VIPs are left
+//     out).
+//   - L34Route status.parents[] (one entry per parentRef naming an owned
+//     Gateway, controllerName meridio-experiment/stateless-load-balancer):
+//     Accepted True/Accepted or False/UnsupportedValue; ResolvedRefs
+//     True/ResolvedRefs or False/BackendNotFound, InvalidKind,
+//     RefNotPermitted.
+//   - GatewayRouter Accepted: True/Accepted or False/Invalid.
+package status

@@ -1,0 +1,80 @@
+package status
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// MaxAddresses is the most addresses a Gateway's status may list.
+const MaxAddresses = 16
+
+// Problem is a fault with its condition reason.
+type Problem struct {
+	Reason, Message string
+}
+
+// Replicas is the SLLBR Deployment's state.
+type Replicas struct {
+	Desired, Ready int32
+}
+
+// Gateway is what the Gateway's status is computed from.
+type Gateway struct {
+	Generation int64
+	// NotAccepted, when set, is why the Gateway is not accepted (unknown
+	// class, invalid annotations, invalid parameters).
+	NotAccepted *Problem
+	// Deployment is the SLLBR Deployment's replicas; nil when there is none.
+	Deployment *Replicas
+	// DeploymentProblem is why the Deployment is missing or not up to date
+	// (an invalid template, a name conflict, a failed write); nil when none.
+	DeploymentProblem *Problem
+	// VIPs are the destinations of the accepted L34Routes, in any order,
+	// possibly repeated.
+	VIPs []netip.Addr
+}
+
+// GatewayStatus returns the Gateway's addresses and its Accepted and
+// Programmed conditions (transition times left for MergeConditions).
+func GatewayStatus(g Gateway) ([]gatewayv1.GatewayStatusAddress, []metav1.Condition) {
+	accepted := condition(TypeAccepted, true, string(gatewayv1.GatewayReasonAccepted), "Accepted by sllbrd", g.Generation)
+	if p := g.NotAccepted; p != nil {
+		accepted = condition(TypeAccepted, false, p.Reason, p.Message, g.Generation)
+	}
+	vips := slices.Clone(g.VIPs)
+	slices.SortFunc(vips, netip.Addr.Compare)
+	vips = slices.Compact(vips)
+	var omitted string
+	if len(vips) > MaxAddresses {
+		omitted = fmt.Sprintf("; status.addresses lists %d of %d VIPs (the Gateway API allows %d)", MaxAddresses, len(vips), MaxAddresses)
+		vips = vips[:MaxAddresses]
+	}
+	addrs := make([]gatewayv1.GatewayStatusAddress, 0, len(vips))
+	for _, a := range vips {
+		addrs = append(addrs, gatewayv1.GatewayStatusAddress{Type: ptr.To(gatewayv1.IPAddressType), Value: a.String()})
+	}
+	return addrs, []metav1.Condition{accepted, programmed(g, omitted)}
+}
+
+func programmed(g Gateway, omitted string) metav1.Condition {
+	var note string
+	if p := g.DeploymentProblem; p != nil {
+		note = "; the SLLBR Deployment is not up to date: " + p.Message
+	}
+	switch d := g.Deployment; {
+	case d == nil && g.DeploymentProblem != nil:
+		return condition(TypeProgrammed, false, g.DeploymentProblem.Reason, "No SLLBR Deployment: "+g.DeploymentProblem.Message, g.Generation)
+	case d == nil:
+		return condition(TypeProgrammed, false, string(gatewayv1.GatewayReasonPending), "The SLLBR Deployment does not exist yet", g.Generation)
+	case d.Ready < 1:
+		return condition(TypeProgrammed, false, ReasonNoReadyReplicas,
+			fmt.Sprintf("No SLLBR replica is ready (0 of %d)%s%s", d.Desired, note, omitted), g.Generation)
+	}
+	return condition(TypeProgrammed, true, string(gatewayv1.GatewayReasonProgrammed),
+		fmt.Sprintf("%d of %d SLLBR replicas ready%s%s", g.Deployment.Ready, g.Deployment.Desired, note, omitted), g.Generation)
+}

@@ -1,0 +1,108 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sllbrd/sllbrd/kube"
+)
+
+func slice(name, uid string, gen int64, rv string) *discoveryv1.EndpointSlice {
+	return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid), Generation: gen, ResourceVersion: rv}}
+}
+
+func TestSliceTracker(t *testing.T) {
+	now := time.Unix(1000, 0)
+	tr := newSliceTracker()
+	tr.now = func() time.Time { return now }
+	cached := []*discoveryv1.EndpointSlice{slice("s-ipv4", "u4", 1, "10")}
+	if tr.stale("s", cached) {
+		t.Fatal("stale without any write")
+	}
+	tr.wrote("s", slice("s-ipv4", "u4", 2, "11"))
+	tr.wrote("s", slice("s-ipv6", "u6", 1, "12"))
+	if !tr.stale("s", cached) {
+		t.Fatal("a cache without the writes is not stale")
+	}
+	if tr.stale("other", nil) {
+		t.Fatal("another Service is stale")
+	}
+	cached = []*discoveryv1.EndpointSlice{slice("s-ipv4", "u4", 2, "11")}
+	if !tr.stale("s", cached) {
+		t.Fatal("the created slice is missing: still stale")
+	}
+	cached = append(cached, slice("s-ipv6", "u6", 1, "15")) // same generation, later version (a label edit)
+	if !tr.stale("s", cached) {
+		t.Fatal("same generation, another version: cannot tell, must wait")
+	}
+	cached[1] = slice("s-ipv6", "u6", 1, "12")
+	if tr.stale("s", cached) || len(tr.expected) != 0 {
+		t.Fatalf("the cache shows both writes: stale, or %d entries left", len(tr.expected))
+	}
+
+	tr.deleted("s", slice("s-ipv6", "u6", 1, "12"))
+	if !tr.stale("s", cached) {
+		t.Fatal("a deleted slice still cached is not stale")
+	}
+	cached[1] = slice("s-ipv6", "u6-new", 1, "20") // re-created by someone
+	if tr.stale("s", cached) {
+		t.Fatal("a slice of another UID is not the deleted one")
+	}
+
+	tr.wrote("s", slice("s-ipv4", "u4", 3, "30"))
+	now = now.Add(trackerPatience + time.Millisecond)
+	if tr.stale("s", cached) {
+		t.Fatal("a write never seen blocks the Service past the patience")
+	}
+	tr.wrote("s", slice("s-ipv4", "u4", 3, "30"))
+	cached[0] = slice("s-ipv4", "u4", 4, "40")
+	if tr.stale("s", cached) {
+		t.Fatal("a later generation shows the write")
+	}
+}
+
+func TestEndpointRelevantChange(t *testing.T) {
+	base := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "a"}, Annotations: map[string]string{kube.AnnotationNetworkStatus: "[]"}},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+	same := base.DeepCopy()
+	same.Annotations["other"] = "x"
+	same.Status.Conditions = append(same.Status.Conditions, corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionFalse})
+	if endpointRelevantChange(base, same) {
+		t.Error("an unrelated annotation or condition counts as a change")
+	}
+	for name, edit := range map[string]func(*corev1.Pod){
+		"labels":         func(p *corev1.Pod) { p.Labels["app"] = "b" },
+		"network-status": func(p *corev1.Pod) { p.Annotations[kube.AnnotationNetworkStatus] = `[{}]` },
+		"phase":          func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded },
+		"readiness":      func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse },
+		"deletion":       func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{} },
+		"node":           func(p *corev1.Pod) { p.Spec.NodeName = "n1" },
+	} {
+		p := base.DeepCopy()
+		edit(p)
+		if !endpointRelevantChange(base, p) {
+			t.Errorf("a change of %s is ignored", name)
+		}
+	}
+}
+
+func TestPodSelectorIgnoresTheDummyKey(t *testing.T) {
+	svc := &corev1.Service{Spec: corev1.ServiceSpec{Selector: map[string]string{kube.LabelDummyServiceSelector: "true"}}}
+	if podSelector(svc) != nil {
+		t.Error("a selector of only the dummy key selects pods")
+	}
+	svc.Spec.Selector["app"] = "a"
+	if got := podSelector(svc).String(); got != "app=a" {
+		t.Errorf("selector %q", got)
+	}
+	if len(svc.Spec.Selector) != 2 {
+		t.Error("podSelector modified the Service")
+	}
+}
