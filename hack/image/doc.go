@@ -26,7 +26,8 @@
 //     ServiceAccount.
 //   - The config has Entrypoint ["/sllbrd"], the OCI labels source,
 //     revision, version, created, licenses, title and description (repeated
-//     as manifest annotations), the architecture and, for arm, the variant.
+//     as manifest annotations) and the architecture (64-bit GOARCHes only:
+//     a dependency does not compile for 32-bit).
 //
 // Only the Go standard library is used: the image format needs a tar writer,
 // gzip, SHA-256 and JSON, which a few hundred lines cover with full control

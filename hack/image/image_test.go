@@ -51,7 +51,7 @@ func TestImageBuildIsReproducibleAndRuns(t *testing.T) {
 	if img.Index.Manifests[0].Digest != first.res.Manifest.Digest {
 		t.Errorf("index names %s, build reported %s", img.Index.Manifests[0].Digest, first.res.Manifest.Digest)
 	}
-	binary := checkImage(t, img, target{Arch: runtime.GOARCH}, want)
+	binary := checkImage(t, img, runtime.GOARCH, want)
 
 	path := filepath.Join(t.TempDir(), "sllbrd")
 	if err := os.WriteFile(path, binary, 0o755); err != nil {

@@ -20,8 +20,8 @@ var testStamp = stamp{
 	Created:  time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC),
 }
 
-func testSpec(t target, s stamp) imageSpec {
-	return imageSpec{Target: t, Created: s.Created, Labels: labels(s), Tag: s.tag()}
+func testSpec(arch string, s stamp) imageSpec {
+	return imageSpec{Arch: arch, Created: s.Created, Labels: labels(s), Tag: s.tag()}
 }
 
 // fakeBinary writes a stand-in for the sllbrd binary with the given mode
@@ -45,11 +45,11 @@ func fakeBinary(t *testing.T, mode os.FileMode, mtime time.Time) string {
 // checks what runtimes and registries read: digests, config, labels, the
 // files of the layer.
 func TestLayoutHasTheImageContract(t *testing.T) {
-	for _, tg := range []target{{Arch: "amd64"}, {Arch: "arm", Variant: "v7"}} {
-		t.Run(tg.Arch, func(t *testing.T) {
+	for _, arch := range []string{"amd64", "arm64"} {
+		t.Run(arch, func(t *testing.T) {
 			binary := fakeBinary(t, 0o755, time.Now())
 			dir := t.TempDir()
-			w, err := writeLayout(dir, testSpec(tg, testStamp), rootfs(binary))
+			w, err := writeLayout(dir, testSpec(arch, testStamp), rootfs(binary))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,7 +57,7 @@ func TestLayoutHasTheImageContract(t *testing.T) {
 			if img.Index.Manifests[0].Digest != w.Manifest.Digest {
 				t.Errorf("index names %s, writeLayout returned %s", img.Index.Manifests[0].Digest, w.Manifest.Digest)
 			}
-			got := checkImage(t, img, tg, testStamp)
+			got := checkImage(t, img, arch, testStamp)
 			if !bytes.Equal(got, readFile(t, binary)) {
 				t.Error("/sllbrd in the layer differs from the binary")
 			}
@@ -65,16 +65,16 @@ func TestLayoutHasTheImageContract(t *testing.T) {
 	}
 }
 
-// checkImage checks img against the image contract for target tg and stamp
-// s, and returns the content of /sllbrd.
-func checkImage(t *testing.T, img image, tg target, s stamp) []byte {
+// checkImage checks img against the image contract for the architecture
+// and stamp s, and returns the content of /sllbrd.
+func checkImage(t *testing.T, img image, arch string, s stamp) []byte {
 	t.Helper()
 	c := img.Config
 	created := s.Created.UTC().Format(time.RFC3339)
-	if c.OS != "linux" || c.Architecture != tg.Arch || c.Variant != tg.Variant || c.Created != created {
-		t.Errorf("config os %q architecture %q variant %q created %q, want linux %q %q %q", c.OS, c.Architecture, c.Variant, c.Created, tg.Arch, tg.Variant, created)
+	if c.OS != "linux" || c.Architecture != arch || c.Created != created {
+		t.Errorf("config os %q architecture %q created %q, want linux %q %q", c.OS, c.Architecture, c.Created, arch, created)
 	}
-	if want := (platform{Architecture: tg.Arch, OS: "linux", Variant: tg.Variant}); img.Index.Manifests[0].Platform == nil || *img.Index.Manifests[0].Platform != want {
+	if want := (platform{Architecture: arch, OS: "linux"}); img.Index.Manifests[0].Platform == nil || *img.Index.Manifests[0].Platform != want {
 		t.Errorf("index platform %+v, want %+v", img.Index.Manifests[0].Platform, want)
 	}
 	if got := img.Index.Manifests[0].Annotations[refNameAnnotation]; got != strings.ReplaceAll(s.Version, "+", "-") {
@@ -181,7 +181,7 @@ func TestLayoutIgnoresTheBuildMachine(t *testing.T) {
 	build := func(mode os.FileMode, mtime time.Time, s stamp) (written, []byte) {
 		binary := fakeBinary(t, mode, mtime)
 		dir := filepath.Join(t.TempDir(), "layout")
-		w, err := writeImage(dir, binary, testSpec(target{Arch: "amd64"}, s))
+		w, err := writeImage(dir, binary, testSpec("amd64", s))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +210,7 @@ func TestLayoutIgnoresTheBuildMachine(t *testing.T) {
 // byte, under fixed modes and owner.
 func TestArchiveIsTheLayout(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "layout")
-	w, err := writeImage(dir, fakeBinary(t, 0o755, time.Now()), testSpec(target{Arch: "arm64"}, testStamp))
+	w, err := writeImage(dir, fakeBinary(t, 0o755, time.Now()), testSpec("arm64", testStamp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestReplaceLayoutKeepsOtherDirectories(t *testing.T) {
 	if err := os.WriteFile(keep, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := writeImage(dir, binary, testSpec(target{Arch: "amd64"}, testStamp)); err == nil {
+	if _, err := writeImage(dir, binary, testSpec("amd64", testStamp)); err == nil {
 		t.Fatal("wrote over a directory that is not an OCI layout")
 	}
 	if _, err := os.Stat(keep); err != nil {
@@ -263,7 +263,7 @@ func TestReplaceLayoutKeepsOtherDirectories(t *testing.T) {
 	}
 	layout := filepath.Join(t.TempDir(), "layout")
 	for range 2 { // the second replaces the first
-		if _, err := writeImage(layout, binary, testSpec(target{Arch: "amd64"}, testStamp)); err != nil {
+		if _, err := writeImage(layout, binary, testSpec("amd64", testStamp)); err != nil {
 			t.Fatal(err)
 		}
 	}

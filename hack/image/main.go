@@ -26,7 +26,6 @@ const (
 type options struct {
 	stamp
 	Arch    string // GOARCH of the image
-	GOARM   string // $GOARM, for arm
 	Layout  string // OCI layout directory to write
 	Archive string // OCI archive to write; empty: none
 }
@@ -72,14 +71,12 @@ func parseOptions(args []string, out io.Writer) (options, error) {
 	if o.Layout == "" {
 		return o, errors.New("-layout is required")
 	}
-	o.GOARM = os.Getenv("GOARM")
 	return o, nil
 }
 
 // build compiles sllbrd and writes the image as opts says.
 func build(ctx context.Context, opts options) (result, error) {
-	t, err := newTarget(opts.Arch, opts.GOARM)
-	if err != nil {
+	if err := validateArch(opts.Arch); err != nil {
 		return result{}, err
 	}
 	root, err := moduleRoot(ctx)
@@ -95,13 +92,13 @@ func build(ctx context.Context, opts options) (result, error) {
 		return result{}, err
 	}
 	defer os.RemoveAll(work)
-	binary, err := buildBinary(ctx, root, work, t, s.Version)
+	binary, err := buildBinary(ctx, root, work, opts.Arch, s.Version)
 	if err != nil {
 		return result{}, err
 	}
 	res := result{stamp: s}
 	if res.written, err = writeImage(opts.Layout, binary, imageSpec{
-		Target: t, Created: s.Created, Labels: labels(s), Tag: s.tag(),
+		Arch: opts.Arch, Created: s.Created, Labels: labels(s), Tag: s.tag(),
 	}); err != nil {
 		return result{}, err
 	}

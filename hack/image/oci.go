@@ -39,7 +39,6 @@ type descriptor struct {
 type platform struct {
 	Architecture string `json:"architecture"`
 	OS           string `json:"os"`
-	Variant      string `json:"variant,omitempty"`
 }
 
 type index struct {
@@ -60,7 +59,6 @@ type imageConfig struct {
 	Created      string    `json:"created"`
 	Architecture string    `json:"architecture"`
 	OS           string    `json:"os"`
-	Variant      string    `json:"variant,omitempty"`
 	Config       runConfig `json:"config"`
 	RootFS       rootFS    `json:"rootfs"`
 	History      []history `json:"history"`
@@ -85,7 +83,7 @@ type history struct {
 
 // imageSpec is everything of the image but its files.
 type imageSpec struct {
-	Target  target
+	Arch    string // GOARCH, the OCI architecture
 	Created time.Time
 	Labels  map[string]string // config labels, also the manifest's annotations
 	Tag     string            // the index's org.opencontainers.image.ref.name
@@ -119,9 +117,8 @@ func writeLayout(dir string, spec imageSpec, files []entry) (written, error) {
 	created := spec.Created.UTC().Format(time.RFC3339)
 	cfg, err := store.putJSON(mediaTypeConfig, imageConfig{
 		Created:      created,
-		Architecture: spec.Target.Arch,
+		Architecture: spec.Arch,
 		OS:           "linux",
-		Variant:      spec.Target.Variant,
 		Config:       runConfig{User: user, Env: env, Entrypoint: entrypoint, Labels: spec.Labels},
 		RootFS:       rootFS{Type: "layers", DiffIDs: []string{diffID}},
 		History:      []history{{Created: created, CreatedBy: "make image (hack/image)"}},
@@ -139,7 +136,7 @@ func writeLayout(dir string, spec imageSpec, files []entry) (written, error) {
 	if err != nil {
 		return written{}, err
 	}
-	man.Platform = &platform{Architecture: spec.Target.Arch, OS: "linux", Variant: spec.Target.Variant}
+	man.Platform = &platform{Architecture: spec.Arch, OS: "linux"}
 	man.Annotations = map[string]string{refNameAnnotation: spec.Tag}
 	idx, err := json.Marshal(index{SchemaVersion: 2, MediaType: mediaTypeIndex, Manifests: []descriptor{man}})
 	if err != nil {

@@ -85,22 +85,10 @@ func TestStampFromGit(t *testing.T) {
 	}
 }
 
-func TestTargetVariant(t *testing.T) {
-	for _, c := range []struct {
-		arch, goarm, variant string
-		ok                   bool
-	}{
-		{"amd64", "", "", true},
-		{"arm64", "7", "", true},
-		{"arm", "", "v7", true},
-		{"arm", "6,softfloat", "v6", true},
-		{"arm", "5", "", false},
-		{"", "", "", false},
-		{"linux/amd64", "", "", false},
-	} {
-		got, err := newTarget(c.arch, c.goarm)
-		if (err == nil) != c.ok || (c.ok && got != (target{Arch: c.arch, Variant: c.variant})) {
-			t.Errorf("newTarget(%q, %q) = %+v, %v; want variant %q ok %v", c.arch, c.goarm, got, err, c.variant, c.ok)
+func TestArchValidated(t *testing.T) {
+	for arch, ok := range map[string]bool{"amd64": true, "arm64": true, "riscv64": true, "": false, "linux/amd64": false, "amd64 ": false} {
+		if err := validateArch(arch); (err == nil) != ok {
+			t.Errorf("validateArch(%q) = %v, want ok %v", arch, err, ok)
 		}
 	}
 }
