@@ -42,6 +42,9 @@ func writeArchive(layoutDir, path string, mtime time.Time) error {
 // writeFileAtomic writes path through a temporary file in its directory
 // that replaces it only when write succeeded.
 func writeFileAtomic(path string, write func(*os.File) error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return err

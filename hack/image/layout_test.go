@@ -214,7 +214,7 @@ func TestArchiveIsTheLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	archive := filepath.Join(t.TempDir(), "image.tar")
+	archive := filepath.Join(t.TempDir(), "new", "image.tar") // its directory is created
 	if err := writeArchive(dir, archive, testStamp.Created); err != nil {
 		t.Fatal(err)
 	}
