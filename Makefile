@@ -21,6 +21,10 @@ deps: ## Install the system packages the tests and the demo use (root, apt).
 build: ## Build bin/sllbrd (static, no cgo).
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -o $(BIN) ./cmd/sllbrd
 
+.PHONY: image
+image: ## Container image without a daemon, reproducible: OCI layout bin/sllbrd-image, archive bin/sllbrd-image.tar (honours GOARCH, VERSION, SOURCE_DATE_EPOCH).
+	env -u GOOS -u GOARCH $(GO) run ./hack/image -arch "$$($(GO) env GOARCH)" -version "$(VERSION)" -layout bin/sllbrd-image -archive bin/sllbrd-image.tar
+
 .PHONY: vet
 vet: ## gofmt check and go vet.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi

@@ -8,6 +8,7 @@ command -v nft >/dev/null       || need+=(nftables)
 command -v iptables-nft >/dev/null || need+=(iptables)
 command -v bird >/dev/null      || need+=(bird2)
 command -v tcpdump >/dev/null   || need+=(tcpdump)
+command -v skopeo >/dev/null    || need+=(skopeo)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
 	echo "install-deps: missing ${need[*]} (need root and apt); integration tests will skip" >&2
