@@ -22,7 +22,6 @@ type snapshot struct {
 
 // routeTarget is what a matched route leads to.
 type routeTarget struct {
-	counter   *Counter
 	counterID uint16
 	service   *serviceTable // nil: the route's Service does not exist
 }
@@ -42,8 +41,8 @@ type serviceTable struct {
 type familyTable struct {
 	active     []bool // slot -> a ready endpoint of this family
 	table      *maglev.Table
-	counters   []*Counter // slot -> counter (nil: no endpoint)
-	counterIDs []uint16
+	endpoints  []bool   // slot -> an endpoint of this family, ready or not
+	counterIDs []uint16 // slot -> the endpoint's counter
 }
 
 func (s *serviceTable) family(is4 bool) *familyTable {
@@ -58,19 +57,15 @@ type Engine struct {
 	snap      atomic.Pointer[snapshot]
 	fragments *fragment.Table
 
-	reasons      [numReasons]Counter
-	decodeErrors []decodeErrorCounter
-
+	// Per-packet counters, one shard per Decision (see counter.go).
+	shards           []engineShard
+	shardMask        uint32
+	decodeErrors     []error // index -> engineShard.decodeErrors
 	routeCounters    *counterSet
 	endpointCounters *counterSet
 
 	mu    sync.Mutex // serialises Build and Commit
 	marks markPlan   // committed marks
-}
-
-type decodeErrorCounter struct {
-	err     error
-	counter Counter
 }
 
 type options struct {
@@ -99,14 +94,25 @@ func NewEngine(opts ...Option) *Engine {
 	for _, f := range opts {
 		f(&o)
 	}
+	if o.fragmentLifetime <= 0 {
+		o.fragmentLifetime = 2 * time.Second
+	}
+	shards := shardCount()
+	// A fragment table entry keeps its counter ids for one lifetime after
+	// the first fragment was decided; twice that also covers a decision
+	// made on the previous configuration just before a commit.
+	grace := 2 * o.fragmentLifetime
 	e := &Engine{
 		fragments:        fragment.New(o.fragmentCapacity, fragment.WithLifetime(o.fragmentLifetime)),
-		routeCounters:    newCounterSet(),
-		endpointCounters: newCounterSet(),
+		shards:           make([]engineShard, shards),
+		shardMask:        uint32(shards - 1),
+		decodeErrors:     packet.Errors(),
+		routeCounters:    newCounterSet(shards, grace),
+		endpointCounters: newCounterSet(shards, grace),
 		marks:            newMarkPlan(o.markFirst, o.markCount),
 	}
-	for _, err := range packet.Errors() {
-		e.decodeErrors = append(e.decodeErrors, decodeErrorCounter{err: err})
+	if len(e.decodeErrors) > maxDecodeErrors {
+		panic("dataplane: maxDecodeErrors is smaller than packet.Errors()")
 	}
 	return e
 }
