@@ -108,9 +108,7 @@ type setShard struct {
 }
 
 func newCounterSet(shards int, grace time.Duration) *counterSet {
-	s := &counterSet{grace: grace, shards: make([]setShard, shards), ids: make(map[string]uint16)}
-	s.allocChunk(overflowID >> chunkBits)
-	return s
+	return &counterSet{grace: grace, shards: make([]setShard, shards), ids: make(map[string]uint16)}
 }
 
 func (s *counterSet) allocChunk(c int) {
@@ -122,7 +120,8 @@ func (s *counterSet) allocChunk(c int) {
 }
 
 // add counts one packet of n bytes for id in shard. It allocates nothing
-// and takes no lock.
+// and takes no lock. overflowID's cell is never exported (nor allocated
+// before the last chunk is).
 func (s *counterSet) add(shard int, id uint16, n int) {
 	if c := s.shards[shard].chunks[id>>chunkBits].Load(); c != nil {
 		c[id&(chunkSize-1)].add(n)
@@ -222,11 +221,4 @@ func (s *counterSet) each(now time.Time, f func(labels []string, c Count)) {
 	for _, it := range items {
 		f(it.labels, it.count)
 	}
-}
-
-// len returns the number of counters (live and retired, not deleted).
-func (s *counterSet) len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.ids)
 }

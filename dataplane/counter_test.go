@@ -64,7 +64,7 @@ func TestChurnDoesNotGrowTheSeries(t *testing.T) {
 	waitFor(t, "the series of removed endpoints and routes to go", func() bool {
 		return len(endpointCounts(e)) == live && len(routeNames(e)) == 1
 	})
-	if n := e.endpointCounters.len(); n != live {
+	if n := len(e.endpointCounters.ids); n != live {
 		t.Errorf("%d endpoint counters kept, want %d", n, live)
 	}
 	var routePackets uint64
