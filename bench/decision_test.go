@@ -3,10 +3,10 @@ package bench
 import (
 	"path/filepath"
 	"runtime"
-	"sync/atomic"
 	"testing"
 
 	"github.com/sllbrd/sllbrd/dataplane"
+	"github.com/sllbrd/sllbrd/internal/harness/parallel"
 	"github.com/sllbrd/sllbrd/internal/harness/testpkt"
 )
 
@@ -66,7 +66,7 @@ func BenchmarkDecisionParallel(b *testing.B) {
 	pkts := loadMixes(b)["mix-ipv4"]
 	e := engine(b)
 	b.ReportAllocs()
-	runParallel(b, runtime.GOMAXPROCS(0), func(w int) func(n int) {
+	parallel.Bench(b, runtime.GOMAXPROCS(0), func(w int) func(n int) {
 		d := dataplane.NewDecision()
 		return func(n int) {
 			i := w * len(pkts) / runtime.GOMAXPROCS(0)
@@ -79,42 +79,6 @@ func BenchmarkDecisionParallel(b *testing.B) {
 			}
 		}
 	})
-}
-
-// runParallel spreads b.N operations over workers goroutines, the calling
-// one included. newWorker makes each worker's state and returns its loop.
-// The other goroutines are started before the timer, and waiting for them
-// spins instead of blocking (a blocked goroutine may allocate its wait
-// record), so neither setup nor the harness counts in ns/op or allocs/op at
-// any -benchtime (testing.B.RunParallel starts its goroutines inside the
-// measurement).
-func runParallel(b *testing.B, workers int, newWorker func(w int) func(n int)) {
-	start := make(chan struct{})
-	var done atomic.Int32
-	runs := make([]func(int), workers)
-	for w := range runs {
-		runs[w] = newWorker(w)
-	}
-	share := func(w int) int {
-		if w < b.N%workers {
-			return b.N/workers + 1
-		}
-		return b.N / workers
-	}
-	for w := 1; w < workers; w++ {
-		go func() {
-			<-start
-			runs[w](share(w))
-			done.Add(1)
-		}()
-	}
-	b.ResetTimer()
-	close(start)
-	runs[0](share(0))
-	for done.Load() < int32(workers-1) {
-		runtime.Gosched()
-	}
-	b.StopTimer()
 }
 
 // TestDecisionAllocatesNothing pins the hot path at zero allocations over
