@@ -1,11 +1,13 @@
 package bench
 
 import (
-	"github.com/sllbrd/sllbrd/internal/harness/testpkt"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/sllbrd/sllbrd/dataplane"
+	"github.com/sllbrd/sllbrd/internal/harness/parallel"
+	"github.com/sllbrd/sllbrd/internal/harness/testpkt"
 )
 
 func engine(tb testing.TB) *dataplane.Engine {
@@ -59,18 +61,21 @@ func BenchmarkDecision(b *testing.B) {
 
 // BenchmarkDecisionParallel runs the decision from every core at once, as
 // one nfqueue reader per CPU does, sharing the engine and its counters.
+// Each goroutine has its own Decision, made before the timer starts.
 func BenchmarkDecisionParallel(b *testing.B) {
 	pkts := loadMixes(b)["mix-ipv4"]
 	e := engine(b)
 	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
+	parallel.Bench(b, runtime.GOMAXPROCS(0), func(w int) func(n int) {
 		d := dataplane.NewDecision()
-		i := 0
-		for pb.Next() {
-			p := pkts[i]
-			e.Decide(p, len(p), uint64(i), d)
-			if i++; i == len(pkts) {
-				i = 0
+		return func(n int) {
+			i := w * len(pkts) / runtime.GOMAXPROCS(0)
+			for range n {
+				p := pkts[i]
+				e.Decide(p, len(p), uint64(i), d)
+				if i++; i == len(pkts) {
+					i = 0
+				}
 			}
 		}
 	})

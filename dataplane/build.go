@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/sllbrd/sllbrd/dataplane/classify"
 	"github.com/sllbrd/sllbrd/maglev"
@@ -28,6 +29,8 @@ type Plan struct {
 
 	snap  *snapshot
 	marks markPlan
+	// The counters the plan counts on: Commit retires the others.
+	routeIDs, endpointIDs []uint16
 }
 
 // Build compiles st into a Plan without touching the hot path. It fails only
@@ -40,7 +43,7 @@ func (e *Engine) Build(st *model.State) (*Plan, error) {
 	routes, problems := classify.Compile(st.Routes)
 	plan.Problems = append(plan.Problems, problems...)
 
-	services, keys, problems := e.buildServices(st.Services)
+	services, keys, problems := e.buildServices(st.Services, plan)
 	plan.Problems = append(plan.Problems, problems...)
 	marks, err := e.marks.next(keys)
 	if err != nil {
@@ -70,7 +73,8 @@ func (e *Engine) Build(st *model.State) (*Plan, error) {
 	snap := &snapshot{generation: st.Generation, routes: routes, services: services, perRoute: make([]routeTarget, routes.Len())}
 	for i := range snap.perRoute {
 		t := &snap.perRoute[i]
-		t.counterID, t.counter, _ = e.routeCounters.get(routes.Name(i), routes.Service(i))
+		t.counterID = e.routeCounters.get(routes.Name(i), routes.Service(i))
+		plan.routeIDs = append(plan.routeIDs, t.counterID)
 		t.service = services[routes.Service(i)]
 		if t.service == nil {
 			plan.Problems = append(plan.Problems, fmt.Errorf("l34route %q: backend Service %q does not exist: its traffic is dropped", routes.Name(i), routes.Service(i)))
@@ -106,17 +110,22 @@ func vips(routes *classify.Table, services map[string]*serviceTable) (all, serve
 	return all, served
 }
 
-// Commit publishes p: the next packet is decided with it.
+// Commit publishes p: the next packet is decided with it. The counters of
+// routes and endpoints p no longer has are retired, and deleted after the
+// counter grace (see EachRoute).
 func (e *Engine) Commit(p *Plan) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.marks = p.marks
 	e.snap.Store(p.snap)
+	now := time.Now()
+	e.routeCounters.commit(p.routeIDs, now)
+	e.endpointCounters.commit(p.endpointIDs, now)
 }
 
 // buildServices makes one Maglev table per valid Service, reusing the
 // committed table of a Service whose slots did not change.
-func (e *Engine) buildServices(in []model.Service) (map[string]*serviceTable, []endpointKey, []error) {
+func (e *Engine) buildServices(in []model.Service, plan *Plan) (map[string]*serviceTable, []endpointKey, []error) {
 	var problems []error
 	var keys []endpointKey
 	out := make(map[string]*serviceTable, len(in))
@@ -126,7 +135,7 @@ func (e *Engine) buildServices(in []model.Service) (map[string]*serviceTable, []
 			problems = append(problems, fmt.Errorf("service %q: defined twice, the second is ignored", s.Name))
 			continue
 		}
-		svc, svcKeys, errs := e.buildService(s, previous[s.Name])
+		svc, svcKeys, errs := e.buildService(s, previous[s.Name], plan)
 		problems = append(problems, errs...)
 		if svc != nil {
 			out[s.Name] = svc
@@ -136,14 +145,14 @@ func (e *Engine) buildServices(in []model.Service) (map[string]*serviceTable, []
 	return out, keys, problems
 }
 
-func (e *Engine) buildService(s model.Service, prev *serviceTable) (*serviceTable, []endpointKey, []error) {
+func (e *Engine) buildService(s model.Service, prev *serviceTable, plan *Plan) (*serviceTable, []endpointKey, []error) {
 	if s.MaxEndpoints < 1 || s.MaxEndpoints > maglev.MaxSlots {
 		return nil, nil, []error{fmt.Errorf("service %q: max endpoints %d outside 1..%d", s.Name, s.MaxEndpoints, maglev.MaxSlots)}
 	}
 	n := s.MaxEndpoints
 	svc := &serviceTable{name: s.Name, maxEndpoints: n, sctpPortsOnly: s.SCTPHashPorts, marks: make([]uint32, n)}
 	for _, f := range []*familyTable{&svc.ipv4, &svc.ipv6} {
-		f.active, f.counters, f.counterIDs = make([]bool, n), make([]*Counter, n), make([]uint16, n)
+		f.active, f.endpoints, f.counterIDs = make([]bool, n), make([]bool, n), make([]uint16, n)
 	}
 	var keys []endpointKey
 	var problems []error
@@ -154,8 +163,9 @@ func (e *Engine) buildService(s model.Service, prev *serviceTable) (*serviceTabl
 			continue
 		}
 		f := svc.family(ep.Addr.Unmap().Is4())
-		f.active[ep.ID] = ep.Ready
-		f.counterIDs[ep.ID], f.counters[ep.ID], _ = e.endpointCounters.get(s.Name, strconv.Itoa(ep.ID), ep.Addr.String())
+		f.active[ep.ID], f.endpoints[ep.ID] = ep.Ready, true
+		f.counterIDs[ep.ID] = e.endpointCounters.get(s.Name, strconv.Itoa(ep.ID), ep.Addr.String())
+		plan.endpointIDs = append(plan.endpointIDs, f.counterIDs[ep.ID])
 		if !hasSlot[ep.ID] {
 			hasSlot[ep.ID] = true
 			keys = append(keys, endpointKey{s.Name, ep.ID})
@@ -184,7 +194,7 @@ func endpointFault(ep model.Endpoint, svc *serviceTable) string {
 		return fmt.Sprintf("identifier outside 0..%d", svc.maxEndpoints-1)
 	case !ep.Addr.IsValid():
 		return "no address"
-	case svc.family(ep.Addr.Unmap().Is4()).counters[ep.ID] != nil:
+	case svc.family(ep.Addr.Unmap().Is4()).endpoints[ep.ID]:
 		return "identifier already used by another endpoint of this address family"
 	}
 	return ""

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"encoding/binary"
+	"sync/atomic"
 	"time"
 
 	"github.com/sllbrd/sllbrd/dataplane/fragment"
@@ -11,7 +12,8 @@ import (
 )
 
 // Decision is the outcome of Decide. The caller owns it and reuses it for
-// every packet of one reader; it carries the decoder's scratch space.
+// every packet of one reader; it carries the decoder's scratch space and the
+// reader's counter shard, so concurrent readers need one Decision each.
 type Decision struct {
 	Verdict Verdict
 	Mark    uint32 // set when Verdict is Accept
@@ -20,97 +22,132 @@ type Decision struct {
 	// decision's verdict and mark, Drop gets dropped.
 	Tokens fragment.Tokens
 
-	pkt packet.Packet
+	pkt   packet.Packet
+	shard uint32
 }
 
-// NewDecision returns a Decision ready for Decide.
+// nextShard spreads Decisions over the counter shards.
+var nextShard atomic.Uint32
+
+// NewDecision returns a Decision ready for Decide, writing the next counter
+// shard in turn.
 func NewDecision() *Decision {
-	return &Decision{Tokens: *fragment.NewTokens()}
+	return &Decision{Tokens: *fragment.NewTokens(), shard: nextShard.Add(1) - 1}
 }
 
 // Packet returns the decoded view of the last packet decided.
 func (d *Decision) Packet() *packet.Packet { return &d.pkt }
 
+// Meta is what the caller knows of a packet besides its bytes.
+type Meta struct {
+	// Length is the packet's full length, counted in the byte counters;
+	// the bytes given may be cut to nfqueue's copy range.
+	Length int
+	// Token identifies the packet to the caller, should it be held.
+	Token uint64
+	// GSO: the kernel flagged the packet as a GSO/GRO aggregate
+	// (NFQA_SKB_GSO); its IP length field may be 0 (packet.DecodeGSO).
+	GSO bool
+	// HoldFull: the caller holds as many packets as it may, so a later
+	// fragment whose first fragment is unknown is dropped
+	// (ReasonFragmentHoldLimit) instead of held.
+	HoldFull bool
+}
+
 // Decide decides packet b (an IP packet as nfqueue delivers it, possibly cut
 // to the copy range; wireLen is its full length, counted in the byte
 // counters). token identifies the packet to the caller should it be held.
 func (e *Engine) Decide(b []byte, wireLen int, token uint64, d *Decision) {
+	e.DecideMeta(b, Meta{Length: wireLen, Token: token}, d)
+}
+
+// DecideMeta is Decide with everything the kernel tells of the packet.
+func (e *Engine) DecideMeta(b []byte, m Meta, d *Decision) {
 	d.Verdict, d.Mark = Drop, 0
 	d.Tokens.Reset()
+	sh := &e.shards[d.shard&e.shardMask]
 	s := e.snap.Load()
 	if s == nil {
-		e.finish(d, ReasonNotConfigured, wireLen)
+		e.finish(sh, d, ReasonNotConfigured, m.Length)
 		return
 	}
 	p := &d.pkt
-	p.Decode(b)
+	if m.GSO {
+		p.DecodeGSO(b)
+	} else {
+		p.Decode(b)
+	}
 	switch p.Kind {
 	case packet.KindInvalid:
-		e.countDecodeError(p.Err)
-		e.finish(d, ReasonUndecodable, wireLen)
+		e.countDecodeError(sh, p.Err)
+		e.finish(sh, d, ReasonUndecodable, m.Length)
 	case packet.KindOther:
-		e.finish(d, ReasonUnsupported, wireLen)
+		e.finish(sh, d, ReasonUnsupported, m.Length)
 	case packet.KindLaterFragment:
-		e.laterFragment(p, wireLen, token, d)
+		e.laterFragment(sh, p, m, d)
 	default:
-		e.balance(s, p, wireLen, d)
+		e.balance(sh, s, p, m.Length, d)
 	}
 }
 
-func (e *Engine) balance(s *snapshot, p *packet.Packet, wireLen int, d *Decision) {
+func (e *Engine) balance(sh *engineShard, s *snapshot, p *packet.Packet, wireLen int, d *Decision) {
 	idx, ok := s.routes.Lookup(p)
 	if !ok {
-		e.finish(d, ReasonNoRoute, wireLen)
+		e.finish(sh, d, ReasonNoRoute, wireLen)
 		return
 	}
+	shard := int(d.shard & e.shardMask)
 	rt := &s.perRoute[idx]
-	rt.counter.Add(wireLen)
+	e.routeCounters.add(shard, rt.counterID, wireLen)
 	svc := rt.service
 	if svc == nil {
-		e.finish(d, ReasonNoEndpoint, wireLen)
+		e.finish(sh, d, ReasonNoEndpoint, wireLen)
 		return
 	}
 	fam := svc.family(p.Family == 4)
 	slot, ok := fam.table.Lookup(flowHash(p, svc.sctpPortsOnly))
 	if !ok {
-		e.finish(d, ReasonNoEndpoint, wireLen)
+		e.finish(sh, d, ReasonNoEndpoint, wireLen)
 		return
 	}
-	fam.counters[slot].Add(wireLen)
+	e.endpointCounters.add(shard, fam.counterIDs[slot], wireLen)
 	d.Verdict, d.Mark = Accept, svc.marks[slot]
 	if p.Kind == packet.KindFirstFragment {
 		v := fragmentValue(d.Mark, rt.counterID, fam.counterIDs[slot])
 		e.fragments.Remember(fragmentKey(p), v, time.Now(), &d.Tokens)
 	}
-	e.finish(d, ReasonBalanced, wireLen)
+	e.finish(sh, d, ReasonBalanced, wireLen)
 }
 
-func (e *Engine) laterFragment(p *packet.Packet, wireLen int, token uint64, d *Decision) {
-	v, found, held := e.fragments.Lookup(fragmentKey(p), time.Now(), true, token, &d.Tokens)
+func (e *Engine) laterFragment(sh *engineShard, p *packet.Packet, m Meta, d *Decision) {
+	v, found, held := e.fragments.Lookup(fragmentKey(p), time.Now(), !m.HoldFull, m.Token, &d.Tokens)
 	switch {
 	case found:
 		mark, routeID, endpointID := splitFragmentValue(v)
-		e.routeCounters.byID(routeID).Add(wireLen)
-		e.endpointCounters.byID(endpointID).Add(wireLen)
+		shard := int(d.shard & e.shardMask)
+		e.routeCounters.add(shard, routeID, m.Length)
+		e.endpointCounters.add(shard, endpointID, m.Length)
 		d.Verdict, d.Mark = Accept, mark
-		e.finish(d, ReasonFragmentFollowed, wireLen)
+		e.finish(sh, d, ReasonFragmentFollowed, m.Length)
 	case held:
 		d.Verdict = Hold
-		e.finish(d, ReasonFragmentHeld, wireLen)
+		e.finish(sh, d, ReasonFragmentHeld, m.Length)
+	case m.HoldFull:
+		e.finish(sh, d, ReasonFragmentHoldLimit, m.Length)
 	default:
-		e.finish(d, ReasonFragmentUnknown, wireLen)
+		e.finish(sh, d, ReasonFragmentUnknown, m.Length)
 	}
 }
 
-func (e *Engine) finish(d *Decision, r Reason, wireLen int) {
+func (e *Engine) finish(sh *engineShard, d *Decision, r Reason, wireLen int) {
 	d.Reason = r
-	e.reasons[r].Add(wireLen)
+	sh.reasons[r].add(wireLen)
 }
 
-func (e *Engine) countDecodeError(err error) {
-	for i := range e.decodeErrors {
-		if e.decodeErrors[i].err == err {
-			e.decodeErrors[i].counter.Add(0)
+func (e *Engine) countDecodeError(sh *engineShard, err error) {
+	for i, known := range e.decodeErrors {
+		if known == err {
+			sh.decodeErrors[i].add(0)
 			return
 		}
 	}
@@ -131,8 +168,18 @@ func flowHash(p *packet.Packet, sctpPortsOnly bool) uint64 {
 	return maglev.Hash(maglev.FlowSeed, k[:])
 }
 
+// fragmentKey names the datagram of a fragment. IPv4: source, destination,
+// protocol and identification (RFC 791 section 3.2). IPv6: source,
+// destination and identification only (RFC 8200 section 4.5): the fragment
+// header's next header is the first header of the fragmentable part, which
+// for a datagram with AH or Destination Options after the fragment header
+// is not the transport protocol the first fragment is decoded to.
 func fragmentKey(p *packet.Packet) fragment.Key {
-	return fragment.Key{Src: p.Src, Dst: p.Dst, Proto: uint8(p.Proto), ID: p.FragID}
+	k := fragment.Key{Src: p.Src, Dst: p.Dst, ID: p.FragID}
+	if p.Family == 4 {
+		k.Proto = uint8(p.Proto)
+	}
+	return k
 }
 
 func fragmentValue(mark uint32, routeID, endpointID uint16) uint64 {

@@ -7,10 +7,19 @@
 //
 // # Contract
 //
-//   - Engine.Decide is the hot path. It allocates nothing, never blocks
-//     (fragments take a striped mutex, nothing else locks), never panics on
-//     any input, and reads one immutable snapshot through an atomic pointer.
-//     Every call ends in exactly one Reason, counted.
+//   - Engine.Decide (DecideMeta with what nfqueue tells of the packet) is
+//     the hot path. It allocates nothing, never blocks (fragments take a
+//     striped mutex, nothing else locks), never panics on any input, and
+//     reads one immutable snapshot through an atomic pointer. Every call
+//     ends in exactly one Reason, counted.
+//   - Per-packet counters (reasons, decode errors, routes, endpoints) are
+//     sharded: each Decision writes its own cache-line-padded shard (one
+//     per CPU, up to 64), scrapes sum the shards. Give each concurrent
+//     reader its own Decision.
+//   - The counters of routes and endpoints the committed configuration no
+//     longer has are deleted one grace period (as for marks) after the commit
+//     that removed them (a fragment table entry names them by id for one
+//     lifetime); until then their ids are not given to other label sets.
 //   - Engine.Build turns a model.State into a Plan off the hot path: the
 //     compiled routes, one Maglev table per Service, and the fwmark of every
 //     endpoint. Invalid routes or endpoints are left out and reported in
@@ -55,12 +64,23 @@
 // # Fragments
 //
 // The first fragment of a datagram is balanced like any packet and its
-// decision remembered for a short time under (source, destination, protocol,
-// fragment id). Later fragments follow it. A later fragment that arrives
-// before its first fragment is held (Verdict Hold: the caller keeps it
-// queued in the kernel without a verdict) and released with the first
-// fragment's verdict when that arrives, or dropped by Expire when it does
-// not arrive in time (the fragment table's lifetime, 2 s by default). At most
-// fragment.MaxHeld fragments per datagram are held; more are dropped and
-// counted (ReasonFragmentUnknown).
+// decision remembered for a short time under the datagram's identity:
+// (source, destination, protocol, fragment id) for IPv4 (RFC 791), (source,
+// destination, fragment id) for IPv6 (RFC 8200 section 4.5; the fragment
+// header's next header may be AH or Destination Options). The first
+// fragment of an ICMP echo follows the echo rule. Later fragments follow
+// it. A later fragment that arrives before its first fragment is held
+// (Verdict Hold: the caller keeps it queued in the kernel without a
+// verdict) and released with the first fragment's verdict when that
+// arrives, or dropped by Expire when it does not arrive in time (the
+// fragment table's lifetime, 2 s by default). At most fragment.MaxHeld
+// fragments per datagram are held; more are dropped and counted
+// (ReasonFragmentUnknown). Serve holds at most HoldLimit packets per queue
+// (a quarter of its length) so held fragments never fill a kernel queue;
+// beyond that they are dropped (ReasonFragmentHoldLimit).
+//
+// # Lengths
+//
+// A packet nfqueue flags as a GSO aggregate (NFQA_SKB_GSO) is decoded with
+// packet.DecodeGSO: BIG TCP aggregates over 64 KiB state IP length 0.
 package dataplane

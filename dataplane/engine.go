@@ -22,7 +22,6 @@ type snapshot struct {
 
 // routeTarget is what a matched route leads to.
 type routeTarget struct {
-	counter   *Counter
 	counterID uint16
 	service   *serviceTable // nil: the route's Service does not exist
 }
@@ -42,8 +41,8 @@ type serviceTable struct {
 type familyTable struct {
 	active     []bool // slot -> a ready endpoint of this family
 	table      *maglev.Table
-	counters   []*Counter // slot -> counter (nil: no endpoint)
-	counterIDs []uint16
+	endpoints  []bool   // slot -> an endpoint of this family, ready or not
+	counterIDs []uint16 // slot -> the endpoint's counter
 }
 
 func (s *serviceTable) family(is4 bool) *familyTable {
@@ -58,9 +57,10 @@ type Engine struct {
 	snap      atomic.Pointer[snapshot]
 	fragments *fragment.Table
 
-	reasons      [numReasons]Counter
-	decodeErrors []decodeErrorCounter
-
+	// Per-packet counters, one shard per Decision (see counter.go).
+	shards           []engineShard
+	shardMask        uint32
+	decodeErrors     []error // index -> engineShard.decodeErrors
 	routeCounters    *counterSet
 	endpointCounters *counterSet
 
@@ -68,11 +68,6 @@ type Engine struct {
 	marks markPlan   // committed marks
 
 	fragmentLifetime time.Duration // how long a first fragment's mark is reused
-}
-
-type decodeErrorCounter struct {
-	err     error
-	counter Counter
 }
 
 type options struct {
@@ -106,15 +101,23 @@ func NewEngine(opts ...Option) *Engine {
 	if o.fragmentLifetime <= 0 {
 		o.fragmentLifetime = 2 * time.Second // what the fragment table uses then
 	}
+	shards := shardCount()
+	// Counters of removed routes and endpoints, like their marks, live on
+	// for the grace period: a fragment table entry keeps their ids for one
+	// lifetime after a decision made, at the latest, just before a commit.
+	grace := o.fragmentLifetime + VerdictMargin
 	e := &Engine{
 		fragments:        fragment.New(o.fragmentCapacity, fragment.WithLifetime(o.fragmentLifetime)),
-		routeCounters:    newCounterSet(),
-		endpointCounters: newCounterSet(),
+		shards:           make([]engineShard, shards),
+		shardMask:        uint32(shards - 1),
+		decodeErrors:     packet.Errors(),
+		routeCounters:    newCounterSet(shards, grace),
+		endpointCounters: newCounterSet(shards, grace),
 		marks:            newMarkPlan(o.markFirst, o.markCount),
 		fragmentLifetime: o.fragmentLifetime,
 	}
-	for _, err := range packet.Errors() {
-		e.decodeErrors = append(e.decodeErrors, decodeErrorCounter{err: err})
+	if len(e.decodeErrors) > maxDecodeErrors {
+		panic("dataplane: maxDecodeErrors is smaller than packet.Errors()")
 	}
 	return e
 }

@@ -234,9 +234,9 @@ func TestMarksAndCountersSurviveReload(t *testing.T) {
 	}
 	decide(e, b)
 	var routePackets uint64
-	e.EachRoute(func(route, _ string, c *Counter) {
+	e.EachRoute(func(route, _ string, c Count) {
 		if route == "ns/all" {
-			routePackets = c.Packets()
+			routePackets = c.Packets
 		}
 	})
 	if routePackets != 2 {

@@ -16,17 +16,28 @@ func FuzzDecide(f *testing.F) {
 	d := NewDecision()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e.Decide(b, len(b), 1, d)
-		switch {
-		case d.Verdict == Accept && d.Mark == 0:
-			t.Fatalf("accepted without a mark (reason %v)", d.Reason)
-		case d.Verdict != Accept && d.Mark != 0:
-			t.Fatalf("%v with mark %d", d.Verdict, d.Mark)
-		case d.Reason >= numReasons:
-			t.Fatalf("reason %d out of range", d.Reason)
-		case (d.Verdict == Hold) != (d.Reason == ReasonFragmentHeld):
-			t.Fatalf("verdict %v with reason %v", d.Verdict, d.Reason)
+		checkDecision(t, d)
+		// As a GSO aggregate from a queue that holds its limit.
+		e.DecideMeta(b, Meta{Length: len(b), Token: 2, GSO: true, HoldFull: true}, d)
+		checkDecision(t, d)
+		if d.Verdict == Hold {
+			t.Fatalf("held although the queue holds its limit")
 		}
 	})
+}
+
+func checkDecision(t *testing.T, d *Decision) {
+	t.Helper()
+	switch {
+	case d.Verdict == Accept && d.Mark == 0:
+		t.Fatalf("accepted without a mark (reason %v)", d.Reason)
+	case d.Verdict != Accept && d.Mark != 0:
+		t.Fatalf("%v with mark %d", d.Verdict, d.Mark)
+	case d.Reason >= numReasons:
+		t.Fatalf("reason %d out of range", d.Reason)
+	case (d.Verdict == Hold) != (d.Reason == ReasonFragmentHeld):
+		t.Fatalf("verdict %v with reason %v", d.Verdict, d.Reason)
+	}
 }
 
 // seedPackets returns a sample of the bench pcaps.

@@ -41,6 +41,10 @@ const (
 	// ReasonFragmentUnknown: a later fragment whose first fragment was not
 	// seen and could not be held (the datagram holds too many already).
 	ReasonFragmentUnknown
+	// ReasonFragmentHoldLimit: a later fragment whose first fragment was not
+	// seen, dropped because its queue already holds as many packets as it
+	// may (HoldLimit): held packets must not fill the kernel queue.
+	ReasonFragmentHoldLimit
 	// ReasonNoRoute: no L34Route matches the packet.
 	ReasonNoRoute
 	// ReasonNoEndpoint: the route's Service has no ready endpoint (or does not exist).
@@ -57,15 +61,16 @@ const (
 )
 
 var reasonNames = [numReasons]string{
-	ReasonBalanced:         "balanced",
-	ReasonFragmentFollowed: "fragment_followed",
-	ReasonFragmentHeld:     "fragment_held",
-	ReasonFragmentUnknown:  "fragment_unknown",
-	ReasonNoRoute:          "no_route",
-	ReasonNoEndpoint:       "no_endpoint",
-	ReasonUndecodable:      "undecodable",
-	ReasonUnsupported:      "unsupported",
-	ReasonNotConfigured:    "not_configured",
+	ReasonBalanced:          "balanced",
+	ReasonFragmentFollowed:  "fragment_followed",
+	ReasonFragmentHeld:      "fragment_held",
+	ReasonFragmentUnknown:   "fragment_unknown",
+	ReasonFragmentHoldLimit: "fragment_hold_limit",
+	ReasonNoRoute:           "no_route",
+	ReasonNoEndpoint:        "no_endpoint",
+	ReasonUndecodable:       "undecodable",
+	ReasonUnsupported:       "unsupported",
+	ReasonNotConfigured:     "not_configured",
 }
 
 // String returns the reason as used in metric labels.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"maps"
 	"net/netip"
 	"regexp"
 	"strconv"
@@ -15,9 +16,9 @@ import (
 )
 
 // TestIntegrationICMPErrorsReachTheFlowsTarget: a fragmentation-needed or
-// packet-too-big error about a target's reply, sent by the gateway to the
-// VIP, reaches the target that serves the flow (PMTU discovery through the
-// LB) and no other.
+// packet-too-big error, and a parameter problem, about a target's reply,
+// sent by the gateway to the VIP, reaches the target that serves the flow
+// (PMTU discovery through the LB) and no other.
 func TestIntegrationICMPErrorsReachTheFlowsTarget(t *testing.T) {
 	l := labSetup(t, 1)
 	startSllbrd(t, l, allTargets, webRoute, 1)
@@ -27,28 +28,44 @@ func TestIntegrationICMPErrorsReachTheFlowsTarget(t *testing.T) {
 		countICMPErrors(t, ctx, l, lab.TargetName(i))
 	}
 	want := map[string]int{}
+	for i := 1; i <= 3; i++ {
+		want[lab.TargetName(i)] = 0
+	}
 	for _, vip := range []netip.Addr{vip4, vip6} {
 		served := flows(t, l, lab.FlowOptions{VIP: vip, Port: 5002, Count: 30, SrcPortBase: 31000})
 		for f, target := range served {
 			reply := testpkt.Packet(testpkt.Flow{Src: f.Dst.Addr(), Dst: f.Src.Addr(), Proto: 17,
 				SrcPort: f.Dst.Port(), DstPort: f.Src.Port()}, make([]byte, 1400), testpkt.Options{})
-			var icmp []byte
-			if vip.Is4() {
-				icmp = testpkt.ICMPError(lab.GatewayAddrs().V4.Addr(), reply, testpkt.ICMPv4Unreachable, testpkt.ICMPv4FragNeeded, 1300)
-			} else {
-				icmp = testpkt.ICMPError(lab.GatewayAddrs().V6.Addr(), reply, testpkt.ICMPv6PacketTooBig, 0, 1300)
+			gw := lab.GatewayAddrs().For(vip)
+			errs := [][]byte{testpkt.ICMPError(gw, reply, testpkt.ICMPv4Unreachable, testpkt.ICMPv4FragNeeded, 1300),
+				testpkt.ICMPError(gw, reply, icmpv4ParamProblem, 0, 0)}
+			if vip.Is6() {
+				errs = [][]byte{testpkt.ICMPError(gw, reply, testpkt.ICMPv6PacketTooBig, 0, 1300),
+					testpkt.ICMPError(gw, reply, icmpv6ParamProblem, 0, 0)}
 			}
-			if err := l.Do(lab.GatewayNode, func() error { return sendRaw(vip, icmp) }); err != nil {
-				t.Fatal(err)
+			for _, icmp := range errs {
+				if err := l.Do(lab.GatewayNode, func() error { return sendRaw(vip, icmp) }); err != nil {
+					t.Fatal(err)
+				}
+				want[target]++
 			}
-			want[target]++
 		}
 	}
-	time.Sleep(200 * time.Millisecond)
-	for i := 1; i <= 3; i++ {
-		name := lab.TargetName(i)
-		if got := readICMPErrors(t, ctx, l, name); got != want[name] {
-			t.Errorf("%s received %d ICMP errors, want %d (one per error about a flow it serves)", name, got, want[name])
+	// Every error reaches exactly one target: poll until each has its own
+	// (a misrouted error leaves its target short, so this never passes
+	// early), at most 10 s.
+	got := map[string]int{}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		for i := 1; i <= 3; i++ {
+			got[lab.TargetName(i)] = readICMPErrors(t, ctx, l, lab.TargetName(i))
+		}
+		if maps.Equal(got, want) || time.Now().After(deadline) {
+			break
+		}
+	}
+	for name, n := range want {
+		if got[name] != n {
+			t.Errorf("%s received %d ICMP errors, want %d (one per error about a flow it serves)", name, got[name], n)
 		}
 	}
 	t.Logf("ICMP errors per target: %v", want)
@@ -72,8 +89,11 @@ func sendRaw(dst netip.Addr, pkt []byte) error {
 	return unix.Sendto(fd, pkt, 0, &unix.SockaddrInet6{Addr: dst.As16()})
 }
 
+// ICMP parameter problem types (RFC 792, RFC 4443 section 3.4).
+const icmpv4ParamProblem, icmpv6ParamProblem = 12, 4
+
 // countICMPErrors installs, in node, an nft counter of received
-// frag-needed and packet-too-big errors.
+// unreachable, packet-too-big and parameter-problem errors.
 func countICMPErrors(t *testing.T, ctx context.Context, l *lab.Lab, node string) {
 	t.Helper()
 	for _, args := range [][]string{
@@ -81,6 +101,8 @@ func countICMPErrors(t *testing.T, ctx context.Context, l *lab.Lab, node string)
 		{"nft", "add", "chain", "inet", "e2e", "in", "{ type filter hook input priority 0; }"},
 		{"nft", "add", "rule", "inet", "e2e", "in", "icmp", "type", "destination-unreachable", "counter"},
 		{"nft", "add", "rule", "inet", "e2e", "in", "icmpv6", "type", "packet-too-big", "counter"},
+		{"nft", "add", "rule", "inet", "e2e", "in", "icmp", "type", "parameter-problem", "counter"},
+		{"nft", "add", "rule", "inet", "e2e", "in", "icmpv6", "type", "parameter-problem", "counter"},
 	} {
 		if out, err := l.Exec(ctx, node, args...); err != nil {
 			t.Fatalf("%s: %v: %s", node, err, out)

@@ -37,7 +37,8 @@
 //     Offset+Size the statement fails (this includes ICMP errors quoting
 //     too little of the original packet).
 //
-// ICMP and ICMPv6 echo (packet.KindICMPEcho) match a route on the
+// ICMP and ICMPv6 echo (packet.KindICMPEcho, and the first fragment of an
+// echo too big for the path: packet.Packet.IsEcho) match a route on the
 // destination and source addresses only: protocols, ports and byteMatches do
 // not apply, so a ping to a VIP reaches a target of the highest-precedence
 // route whose sourceCIDRs admit the pinger.

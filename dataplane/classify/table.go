@@ -102,10 +102,10 @@ func (t *Table) Lookup(p *packet.Packet) (idx int, ok bool) {
 		return -1, false
 	}
 	proto := p.Proto
-	switch p.Kind {
-	case packet.KindTransport, packet.KindFirstFragment, packet.KindICMPError:
-	case packet.KindICMPEcho:
+	switch {
+	case p.IsEcho(): // whole or its first fragment
 		proto = echoProto
+	case p.Kind == packet.KindTransport, p.Kind == packet.KindFirstFragment, p.Kind == packet.KindICMPError:
 	default:
 		return -1, false
 	}

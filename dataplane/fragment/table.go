@@ -16,7 +16,9 @@ const (
 	stripes = 64 // mutexes; a power of two
 )
 
-// Key identifies one IP datagram.
+// Key identifies one IP datagram: RFC 791 section 3.2 (IPv4) by source,
+// destination, protocol and identification; RFC 8200 section 4.5 (IPv6) by
+// source, destination and identification, so Proto is zero for IPv6.
 type Key struct {
 	Src, Dst netip.Addr
 	Proto    uint8

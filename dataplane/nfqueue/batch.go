@@ -58,6 +58,10 @@ func (b *batch) packet(msg []byte, splitErr error) {
 		}
 		return
 	}
+	if b.pkt.SkbInfo&SkbGSO != 0 {
+		b.delta.GSO++
+	}
+	b.delta.Largest = max(b.delta.Largest, uint64(b.pkt.Length))
 	b.verdict = Verdict{}
 	b.handler.Handle(&b.pkt, &b.verdict)
 	if b.verdict.Action == Hold {

@@ -20,7 +20,11 @@
 //     verdict (or the queue is closed, which drops them).
 //   - Kernel overflow does not break the socket (NETLINK_NO_ENOBUFS); the
 //     kernel's own drop counters are read from /proc/net/netfilter/
-//     nfnetlink_queue with ReadProcStats.
+//     nfnetlink_queue with ReadProcStats. Held packets count against the
+//     queue length (Queue.MaxLen): callers bound how many they hold.
+//   - GSO/GRO aggregates are queued whole (NFQA_CFG_F_GSO, WithGSO) and
+//     flagged in Packet.SkbInfo (SkbGSO); Stats counts them and keeps the
+//     largest packet length seen.
 //
 // Group opens the queues [first, first+n) with one reader goroutine each.
 package nfqueue

@@ -74,6 +74,11 @@ func Open(num uint16, opts ...Option) (*Queue, error) {
 // Number is the kernel queue number.
 func (q *Queue) Number() uint16 { return q.num }
 
+// MaxLen is the kernel queue length the queue was configured with
+// (WithQueueMaxLen): packets waiting for a verdict, held ones included,
+// beyond it are dropped by the kernel.
+func (q *Queue) MaxLen() uint32 { return q.cfg.queueMaxLen }
+
 // Stats returns a snapshot of the queue's counters.
 func (q *Queue) Stats() Stats { return q.stats.snapshot() }
 

@@ -22,6 +22,13 @@ type Stats struct {
 	NoBufs        uint64 // ENOBUFS from the receive syscall
 	SendErrors    uint64 // failed verdict sendmsg calls
 	VerdictErrors uint64 // verdicts the kernel rejected (NLMSG_ERROR)
+	// GSO counts packets the kernel flagged as GSO/GRO aggregates
+	// (NFQA_SKB_GSO, reported with WithGSO): one message for many segments.
+	GSO uint64
+	// Largest is the length of the longest packet received (Packet.Length),
+	// over 65535 when GRO/BIG TCP aggregates reach the queue. Add keeps the
+	// larger of the two.
+	Largest uint64
 }
 
 // Add returns the field-wise sum of s and o.
@@ -34,6 +41,7 @@ func (s Stats) Add(o Stats) Stats {
 		Foreign: s.Foreign + o.Foreign, RecvErrors: s.RecvErrors + o.RecvErrors,
 		NoBufs: s.NoBufs + o.NoBufs, SendErrors: s.SendErrors + o.SendErrors,
 		VerdictErrors: s.VerdictErrors + o.VerdictErrors,
+		GSO:           s.GSO + o.GSO, Largest: max(s.Largest, o.Largest),
 	}
 }
 
@@ -46,7 +54,8 @@ func (s Stats) Verdicts() uint64 { return s.Accepted + s.Dropped }
 type counters struct {
 	packets, batches, accepted, dropped, held, released atomic.Uint64
 	ownDrops, parseErrors, foreign, recvErrors, noBufs  atomic.Uint64
-	sendErrors, verdictErrors                           atomic.Uint64
+	sendErrors, verdictErrors, gso                      atomic.Uint64
+	largest                                             atomic.Uint64
 }
 
 // add adds the non-zero fields of d.
@@ -60,10 +69,16 @@ func (c *counters) add(d *Stats) {
 		{&c.ownDrops, d.OwnDrops}, {&c.parseErrors, d.ParseErrors},
 		{&c.foreign, d.Foreign}, {&c.recvErrors, d.RecvErrors}, {&c.noBufs, d.NoBufs},
 		{&c.sendErrors, d.SendErrors}, {&c.verdictErrors, d.VerdictErrors},
+		{&c.gso, d.GSO},
 	}
 	for _, p := range pairs {
 		if p.n != 0 {
 			p.to.Add(p.n)
+		}
+	}
+	for cur := c.largest.Load(); d.Largest > cur; cur = c.largest.Load() {
+		if c.largest.CompareAndSwap(cur, d.Largest) {
+			break
 		}
 	}
 }
@@ -78,5 +93,6 @@ func (c *counters) snapshot() Stats {
 		Foreign: c.foreign.Load(), RecvErrors: c.recvErrors.Load(),
 		NoBufs: c.noBufs.Load(), SendErrors: c.sendErrors.Load(),
 		VerdictErrors: c.verdictErrors.Load(),
+		GSO:           c.gso.Load(), Largest: c.largest.Load(),
 	}
 }

@@ -18,7 +18,7 @@ type v4 struct {
 	fragOffset uint16 // in 8-byte units
 	options    []byte // padded to a multiple of 4 by the builder
 	ihl        int    // header length in words; 0 means computed
-	totalLen   int    // 0 means computed; -1 means computed + 1000 (truncated packet)
+	totalLen   int    // 0 means computed; -1 means computed + 1000 (truncated packet); -2 means zero (BIG TCP)
 }
 
 func ipv4(h v4, payload []byte) []byte {
@@ -37,8 +37,10 @@ func ipv4(h v4, payload []byte) []byte {
 	switch {
 	case h.totalLen > 0:
 		total = h.totalLen
-	case h.totalLen < 0:
+	case h.totalLen == -1:
 		total += 1000
+	case h.totalLen == -2:
+		total = 0
 	}
 	binary.BigEndian.PutUint16(b[2:], uint16(total))
 	binary.BigEndian.PutUint16(b[4:], h.id)
@@ -74,6 +76,20 @@ func optsExt(num uint8, units int) ext {
 	b[2] = 1 // PadN option covering the rest
 	b[3] = byte(len(b) - 4)
 	return ext{num, b}
+}
+
+// jumboExt builds a hop-by-hop header holding a Jumbo Payload option
+// (RFC 2675) of length n, at its aligned place (offset 2 of the header,
+// 4n+2 from the IPv6 header's start) or misaligned after a Pad1.
+func jumboExt(n uint32, misaligned bool) ext {
+	if !misaligned {
+		b := []byte{0, 0, 0xc2, 4, 0, 0, 0, 0}
+		binary.BigEndian.PutUint32(b[4:], n)
+		return ext{0, b}
+	}
+	b := []byte{0, 1, 0, 0xc2, 4, 0, 0, 0, 0, 1, 5, 0, 0, 0, 0, 0} // Pad1, jumbo, PadN
+	binary.BigEndian.PutUint32(b[5:], n)
+	return ext{0, b}
 }
 
 func fragExt(offset uint16, more bool, id uint32) ext {

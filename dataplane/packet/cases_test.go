@@ -102,6 +102,7 @@ func ipv4Cases() []decodeCase {
 		{"v4/frag-needed-tcp", icmpErr(3, 4, replyTCP), errFlow(6, 3, 4, 40000, 80, tcp(80, 40000))},
 		{"v4/port-unreachable-udp-cut", icmpErr(3, 3, cut(replyUDPOpts, 36+8)), errFlow(17, 3, 3, 5353, 53, udp(53, 5353))},
 		{"v4/time-exceeded-udp-options", icmpErr(11, 0, replyUDPOpts), errFlow(17, 11, 0, 5353, 53, udp(53, 5353))},
+		{"v4/parameter-problem-udp", icmpErr(12, 0, replyUDPOpts), errFlow(17, 12, 0, 5353, 53, udp(53, 5353))},
 		{"v4/unreachable-sctp", unreach(cut(ipv4(proto(reply, 132), sctp(3868, 3869)), 28)),
 			errFlow(132, 3, 1, 3869, 3868, ports(3868, 3869, 8))},
 		{"v4/unreachable-echo", unreach(ipv4(proto(reply, 1), echo(0, 77, 1))),
@@ -129,6 +130,8 @@ func ipv4Cases() []decodeCase {
 		{"v4/invalid/ihl4", ipv4(v4{src: client4, dst: vip4, proto: 6, ihl: 4}, tcp(1, 2)), invalid(ErrBadHeaderLength)},
 		{"v4/invalid/ihl15-short-buffer", ipv4(v4{src: client4, dst: vip4, proto: 6, ihl: 15, totalLen: 100}, tcp(1, 2)), invalid(ErrTruncated)},
 		{"v4/invalid/total-below-header", ipv4(v4{src: client4, dst: vip4, proto: 6, totalLen: 19}, tcp(1, 2)), invalid(ErrBadTotalLength)},
+		// Total length 0 is only a BIG TCP aggregate's (DecodeGSO); see TestDecodeGSOLengths.
+		{"v4/invalid/total-length-zero", ipv4(v4{src: client4, dst: vip4, proto: 6, totalLen: -2}, tcp(1, 2)), invalid(ErrBadTotalLength)},
 		{"v4/invalid/total-below-options", ipv4(v4{src: client4, dst: vip4, proto: 6, options: options, totalLen: 30}, tcp(1, 2)), invalid(ErrBadTotalLength)},
 		{"v4/invalid/tcp-3-bytes", ipv4(tcpH, []byte{1, 2, 3}), invalid(ErrTruncated)},
 		{"v4/invalid/udp-cut-by-total-length", ipv4(v4{src: client4, dst: vip4, proto: 17, totalLen: 22}, udp(1, 2)), invalid(ErrTruncated)},

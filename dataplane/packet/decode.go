@@ -17,10 +17,18 @@ const (
 // Decode decodes the raw IP packet b (starting at the IP header, as nfqueue
 // delivers it) into p, overwriting every field of p. It never allocates,
 // never panics and never reads outside b; p.L4 aliases b.
-func (p *Packet) Decode(b []byte) {
+func (p *Packet) Decode(b []byte) { p.decode(b, false) }
+
+// DecodeGSO is Decode for a packet the kernel flagged as a GSO/GRO
+// aggregate (nfqueue's NFQA_SKB_GSO): an IPv4 TCP packet with total length
+// 0 or an IPv6 packet with payload length 0 (BIG TCP, over 64 KiB) is then
+// as long as the packet itself.
+func (p *Packet) DecodeGSO(b []byte) { p.decode(b, true) }
+
+func (p *Packet) decode(b []byte, gso bool) {
 	*p = Packet{}
 	var h ipHeader
-	if err := h.parse(b); err != nil {
+	if err := h.parse(b, gso); err != nil {
 		p.fail(err)
 		return
 	}
@@ -117,7 +125,7 @@ func (p *Packet) decodeICMPError(embedded []byte) {
 		return
 	}
 	var h ipHeader
-	if err := h.parse(embedded); err != nil {
+	if err := h.parse(embedded, false); err != nil {
 		p.fail(err)
 		return
 	}
@@ -153,6 +161,19 @@ func (p *Packet) decodeICMPError(embedded []byte) {
 	p.Kind, p.Proto, p.L4 = KindICMPError, h.proto, l4
 	p.Src, p.Dst = dst, src
 	p.SrcPort, p.DstPort = dstPort, srcPort
+}
+
+// IsEcho reports whether p is an ICMP or ICMPv6 echo request or reply,
+// whole (KindICMPEcho) or the first fragment of one. Routes match both the
+// same way, and both carry the identifier as ports.
+func (p *Packet) IsEcho() bool {
+	switch p.Kind {
+	case KindICMPEcho:
+		return true
+	case KindFirstFragment:
+		return isICMP(p.Family, p.Proto) && icmpClassOf(p.Family, p.ICMPType) == icmpEcho
+	}
+	return false
 }
 
 // hasPorts reports whether proto's header starts with source and

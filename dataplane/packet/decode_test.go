@@ -125,3 +125,58 @@ func fullDiff(got, want Packet) string {
 	return fmt.Sprintf("got  %+v L4 %x (nil %v)\nwant %+v L4 %x (nil %v)",
 		got, gotL4, gotL4 == nil, want, wantL4, wantL4 == nil)
 }
+
+// TestDecodeGSOLengths: a GSO aggregate over 64 KiB states no length (IPv4
+// total length 0, IPv6 payload length 0, as Linux BIG TCP builds them); the
+// kernel then takes the packet's length, for IPv4 only for TCP (iph_totlen).
+// Decode without the GSO flag keeps the kernel's reading of a plain packet.
+func TestDecodeGSOLengths(t *testing.T) {
+	big := concat(tcp(40000, 80), make([]byte, 200))
+	for _, tc := range []struct {
+		name      string
+		pkt       []byte
+		gso, want Packet
+	}{
+		{"v4/tcp-total-length-zero", ipv4(v4{src: client4, dst: vip4, proto: 6, totalLen: -2}, big),
+			flow4(KindTransport, 6, 40000, 80, big), invalid(ErrBadTotalLength)},
+		{"v4/udp-total-length-zero", ipv4(v4{src: client4, dst: vip4, proto: 17, totalLen: -2}, udp(1, 2)),
+			invalid(ErrBadTotalLength), invalid(ErrBadTotalLength)},
+		{"v6/tcp-payload-length-zero", ipv6(v6{src: client6, dst: vip6, proto: 6, payloadLen: -2}, big),
+			flow6(KindTransport, 6, 40000, 80, big), invalid(ErrTruncated)},
+		{"v6/tcp-jumbo", ipv6(v6{src: client6, dst: vip6, proto: 6, payloadLen: -2, exts: []ext{jumboExt(100000, false)}}, big),
+			flow6(KindTransport, 6, 40000, 80, big), flow6(KindTransport, 6, 40000, 80, big)},
+	} {
+		var p Packet
+		p.DecodeGSO(tc.pkt)
+		if diff := packetDiff(p, tc.gso); diff != "" {
+			t.Errorf("%s: DecodeGSO:\n%s", tc.name, diff)
+		}
+		p.Decode(tc.pkt)
+		if diff := packetDiff(p, tc.want); diff != "" {
+			t.Errorf("%s: Decode:\n%s", tc.name, diff)
+		}
+	}
+	// Packets that state their length decode the same with the flag.
+	for _, tc := range decodeCases() {
+		var plain, gso Packet
+		plain.Decode(tc.pkt)
+		gso.DecodeGSO(tc.pkt)
+		if statesLength(tc.pkt) {
+			if diff := fullDiff(gso, plain); diff != "" {
+				t.Errorf("%s: DecodeGSO differs from Decode:\n%s", tc.name, diff)
+			}
+		}
+	}
+}
+
+// statesLength reports whether b's IPv4 total length or IPv6 payload
+// length is non-zero.
+func statesLength(b []byte) bool {
+	switch {
+	case len(b) >= 4 && b[0]>>4 == 4:
+		return b[2] != 0 || b[3] != 0
+	case len(b) >= 6 && b[0]>>4 == 6:
+		return b[4] != 0 || b[5] != 0
+	}
+	return true
+}

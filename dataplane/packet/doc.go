@@ -14,11 +14,21 @@
 //   - does not verify checksums (the kernel has verified the IPv4 header
 //     before netfilter; transport checksums are the target's business).
 //
-// Lengths: an IPv4 total length or IPv6 payload length shorter than the
-// buffer cuts the packet there; a longer one is taken to mean that the
-// buffer was truncated (nfqueue's copy range), and the packet is decoded as
-// far as its headers reach. An IPv6 payload length of zero (a jumbogram)
-// trusts the buffer.
+// Lengths are read as the kernel's receive path reads them before netfilter
+// queues the packet: an IPv4 total length or IPv6 payload length shorter
+// than the buffer cuts the packet there; a longer one is taken to mean that
+// the buffer was truncated (nfqueue's copy range), and the packet is decoded
+// as far as its headers reach. A zero length field:
+//   - IPv4 total length 0 is ErrBadTotalLength, except for TCP in
+//     [Packet.DecodeGSO] (a GSO/GRO aggregate over 64 KiB, IPv4 BIG TCP):
+//     the packet's own length counts, as in the kernel's iph_totlen;
+//   - IPv6 payload length 0 with a hop-by-hop header is a jumbogram (RFC
+//     2675): the Jumbo Payload option's length counts (a bad option is
+//     ErrBadPayloadLength; without the option the buffer counts, as in the
+//     kernel); without a hop-by-hop header it is a GSO aggregate's (BIG
+//     TCP without the jumbo option) in DecodeGSO, whose own length counts,
+//     and otherwise the packet has no payload (the kernel trims it to its
+//     header).
 //
 // Minimum lengths after the IP headers: 4 bytes for TCP, UDP and SCTP (the
 // two ports; other header fields are not checked), 8 bytes for ICMP and
@@ -43,14 +53,19 @@
 //     packet's own. Ports as for an unfragmented packet of its protocol
 //     (TCP/UDP/SCTP ports, ICMP echo identifier), zero otherwise; the
 //     packet inside a fragmented ICMP error is not looked at.
-//   - KindLaterFragment: offset > 0; FragID, Src, Dst and Proto (the
-//     datagram's protocol as the IPv4 header or the IPv6 fragment header
-//     names it) are set; no ports, L4 nil.
+//   - KindLaterFragment: offset > 0; FragID, Src, Dst and Proto (the IPv4
+//     header's protocol, or the IPv6 fragment header's next header, which
+//     may be an extension header of the fragmentable part such as AH or
+//     Destination Options, so it need not equal the first fragment's
+//     Proto) are set; no ports, L4 nil. A datagram is identified by
+//     (Src, Dst, Proto, FragID) in IPv4 (RFC 791 section 3.2) and by (Src,
+//     Dst, FragID) in IPv6 (RFC 8200 section 4.5).
 //   - KindICMPEcho: ICMP echo request/reply (types 8, 0) or ICMPv6 echo
 //     request/reply (128, 129); SrcPort and DstPort both hold the identifier.
-//   - KindICMPError: ICMP destination unreachable (3, all codes) or time
-//     exceeded (11); ICMPv6 destination unreachable (1), packet too big (2)
-//     or time exceeded (3). The embedded packet (same IP version) is decoded
+//   - KindICMPError: ICMP destination unreachable (3, all codes), time
+//     exceeded (11) or parameter problem (12); ICMPv6 destination
+//     unreachable (1), packet too big (2), time exceeded (3) or parameter
+//     problem (4). The embedded packet (same IP version) is decoded
 //     and the flow fields describe it reversed: Src = embedded destination,
 //     Dst = embedded source, SrcPort = embedded destination port, DstPort =
 //     embedded source port, Proto = embedded protocol, L4 = embedded
@@ -63,6 +78,10 @@
 //     packet's own, ports zero, L4 the bytes after the IP headers.
 //   - KindInvalid: Err is one of the sentinel errors ([ErrTruncated],
 //     [ErrBadVersion], [ErrBadHeaderLength], [ErrBadTotalLength],
-//     [ErrTooManyExtensionHeaders], [ErrBadFragment]); the other fields hold
-//     whatever was decoded before the error and serve diagnostics only.
+//     [ErrBadPayloadLength], [ErrTooManyExtensionHeaders],
+//     [ErrBadFragment]); the other fields hold whatever was decoded before
+//     the error and serve diagnostics only.
+//
+// [Packet.IsEcho] tells an echo apart whether it is whole or the first
+// fragment of a larger one.
 package packet

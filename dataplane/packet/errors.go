@@ -15,6 +15,9 @@ var (
 	ErrBadHeaderLength = errors.New("packet: bad IPv4 header length")
 	// ErrBadTotalLength: an IPv4 total length smaller than its own header.
 	ErrBadTotalLength = errors.New("packet: bad IPv4 total length")
+	// ErrBadPayloadLength: an IPv6 Jumbo Payload option that is misaligned,
+	// not 4 bytes long or states a length below 65536 (RFC 2675 section 3).
+	ErrBadPayloadLength = errors.New("packet: bad IPv6 jumbo payload length")
 	// ErrTooManyExtensionHeaders: an IPv6 header chain longer than
 	// MaxExtensionHeaders.
 	ErrTooManyExtensionHeaders = errors.New("packet: too many IPv6 extension headers")
@@ -30,6 +33,7 @@ func Errors() []error {
 		ErrBadVersion,
 		ErrBadHeaderLength,
 		ErrBadTotalLength,
+		ErrBadPayloadLength,
 		ErrTooManyExtensionHeaders,
 		ErrBadFragment,
 	}

@@ -33,6 +33,14 @@ func FuzzDecode(f *testing.F) {
 		if msg := violatedInvariant(b, &p); msg != "" {
 			t.Fatalf("Decode(%x) = %+v: %s", b, p, msg)
 		}
+		var gso Packet
+		gso.DecodeGSO(b)
+		if msg := violatedInvariant(b, &gso); msg != "" {
+			t.Fatalf("DecodeGSO(%x) = %+v: %s", b, gso, msg)
+		}
+		if statesLength(b) && fullDiff(gso, p) != "" {
+			t.Fatalf("DecodeGSO(%x) differs from Decode for a packet that states its length:\n%s", b, fullDiff(gso, p))
+		}
 	})
 }
 

@@ -15,10 +15,12 @@ const (
 	icmpv4DestUnreachable = 3
 	icmpv4EchoRequest     = 8
 	icmpv4TimeExceeded    = 11
+	icmpv4ParamProblem    = 12
 
 	icmpv6DestUnreachable = 1
 	icmpv6PacketTooBig    = 2
 	icmpv6TimeExceeded    = 3
+	icmpv6ParamProblem    = 4
 	icmpv6EchoRequest     = 128
 	icmpv6EchoReply       = 129
 )
@@ -29,7 +31,9 @@ func icmpClassOf(family, t uint8) icmpClass {
 		switch t {
 		case icmpv4EchoRequest, icmpv4EchoReply:
 			return icmpEcho
-		case icmpv4DestUnreachable, icmpv4TimeExceeded:
+		// RFC 792: destination unreachable, time exceeded and parameter
+		// problem carry the internet header plus 64 bits of the datagram.
+		case icmpv4DestUnreachable, icmpv4TimeExceeded, icmpv4ParamProblem:
 			return icmpError
 		}
 		return icmpOtherType
@@ -37,7 +41,10 @@ func icmpClassOf(family, t uint8) icmpClass {
 	switch t {
 	case icmpv6EchoRequest, icmpv6EchoReply:
 		return icmpEcho
-	case icmpv6DestUnreachable, icmpv6PacketTooBig, icmpv6TimeExceeded:
+	// RFC 4443 section 2.1: types 1-4 (destination unreachable, packet too
+	// big, time exceeded, parameter problem) carry as much of the invoking
+	// packet as fits.
+	case icmpv6DestUnreachable, icmpv6PacketTooBig, icmpv6TimeExceeded, icmpv6ParamProblem:
 		return icmpError
 	}
 	return icmpOtherType

@@ -67,21 +67,22 @@ func (h *ipHeader) payload(b []byte) []byte {
 	return b[h.payloadStart:h.payloadEnd]
 }
 
-// parse fills h from the IP packet at the start of b.
-func (h *ipHeader) parse(b []byte) error {
+// parse fills h from the IP packet at the start of b. gso says the kernel
+// flagged the packet as a GSO/GRO aggregate, whose length field may be 0.
+func (h *ipHeader) parse(b []byte, gso bool) error {
 	if len(b) == 0 {
 		return ErrTruncated
 	}
 	switch b[0] >> 4 {
 	case 4:
-		return h.parseIPv4(b)
+		return h.parseIPv4(b, gso)
 	case 6:
-		return h.parseIPv6(b)
+		return h.parseIPv6(b, gso)
 	}
 	return ErrBadVersion
 }
 
-func (h *ipHeader) parseIPv4(b []byte) error {
+func (h *ipHeader) parseIPv4(b []byte, gso bool) error {
 	if len(b) < ipv4MinHeaderLen {
 		return ErrTruncated
 	}
@@ -90,6 +91,11 @@ func (h *ipHeader) parseIPv4(b []byte) error {
 		return ErrBadHeaderLength
 	}
 	totalLen := int(binary.BigEndian.Uint16(b[2:4]))
+	if totalLen == 0 && gso && model.Protocol(b[9]) == model.ProtoTCP {
+		// A TCP aggregate over 64 KiB (IPv4 BIG TCP) states no length:
+		// its length is the packet's, as the kernel's iph_totlen takes it.
+		totalLen = len(b)
+	}
 	if totalLen < headerLen {
 		return ErrBadTotalLength
 	}
@@ -113,17 +119,87 @@ func (h *ipHeader) parseIPv4(b []byte) error {
 	return nil
 }
 
-func (h *ipHeader) parseIPv6(b []byte) error {
+func (h *ipHeader) parseIPv6(b []byte, gso bool) error {
 	if len(b) < ipv6HeaderLen {
 		return ErrTruncated
 	}
-	end := len(b)
-	// A zero payload length means a jumbogram (RFC 2675); trust the buffer.
-	if payloadLen := int(binary.BigEndian.Uint16(b[4:6])); payloadLen != 0 {
-		end = min(end, ipv6HeaderLen+payloadLen)
+	end, err := ipv6End(b, gso)
+	if err != nil {
+		return err
 	}
 	h.family = 6
 	return h.walkIPv6Extensions(b[:end], b[6], ipv6HeaderLen)
+}
+
+// ipv6End returns where the IPv6 packet b ends, as the kernel's receive
+// path (ip6_rcv_core) takes it before netfilter sees the packet:
+//   - a non-zero payload length counts (a longer one means b was cut);
+//   - zero with a hop-by-hop header: a jumbogram (RFC 2675), whose Jumbo
+//     Payload option states the length; without that option the kernel
+//     keeps the whole packet;
+//   - zero in a GSO aggregate (BIG TCP without a hop-by-hop header): the
+//     packet's length;
+//   - zero otherwise: no payload (the kernel trims the packet to its header).
+func ipv6End(b []byte, gso bool) (int, error) {
+	if payloadLen := int(binary.BigEndian.Uint16(b[4:6])); payloadLen != 0 {
+		return min(len(b), ipv6HeaderLen+payloadLen), nil
+	}
+	switch {
+	case b[6] == extHopByHop:
+		jumbo, found, err := jumboPayloadLength(b[ipv6HeaderLen:])
+		if err != nil || !found {
+			return len(b), err
+		}
+		return int(min(uint64(len(b)), ipv6HeaderLen+uint64(jumbo))), nil
+	case gso:
+		return len(b), nil
+	}
+	return ipv6HeaderLen, nil
+}
+
+// Jumbo Payload option (RFC 2675 section 2).
+const (
+	optPad1       = 0
+	optJumbo      = 0xc2
+	optJumboLen   = 4
+	jumboMinValue = 65536
+)
+
+// jumboPayloadLength looks for the Jumbo Payload option in the hop-by-hop
+// header at the start of hbh. RFC 2675 section 3: the option must be 4
+// bytes long, 4n+2 aligned, and state a length above 65535; anything else
+// is ErrBadPayloadLength (the kernel drops it with a Parameter Problem).
+func jumboPayloadLength(hbh []byte) (length uint32, found bool, err error) {
+	if len(hbh) < ipv6MinExtLen {
+		return 0, false, ErrTruncated
+	}
+	hdrLen := (int(hbh[1]) + 1) * 8
+	if len(hbh) < hdrLen {
+		return 0, false, ErrTruncated
+	}
+	for off := 2; off < hdrLen; {
+		typ := hbh[off]
+		if typ == optPad1 {
+			off++
+			continue
+		}
+		if off+2 > hdrLen || off+2+int(hbh[off+1]) > hdrLen {
+			return 0, false, ErrTruncated
+		}
+		optLen := int(hbh[off+1])
+		if typ == optJumbo {
+			if optLen != optJumboLen || (ipv6HeaderLen+off)%4 != 2 {
+				return 0, false, ErrBadPayloadLength
+			}
+			length = binary.BigEndian.Uint32(hbh[off+2:])
+			if length < jumboMinValue {
+				return 0, false, ErrBadPayloadLength
+			}
+			return length, true, nil
+		}
+		off += 2 + optLen
+	}
+	return 0, false, nil
 }
 
 // walkIPv6Extensions follows the extension header chain of the IPv6 packet

@@ -20,9 +20,11 @@ const (
 	// and are zero for other protocols.
 	KindFirstFragment
 	// KindLaterFragment: a non-first fragment; no ports, FragID identifies the
-	// datagram. Proto is the datagram's protocol.
+	// datagram with Src and Dst (and, in IPv4 only, Proto). Proto is the
+	// IPv4 protocol or the IPv6 fragment header's next header.
 	KindLaterFragment
-	// KindICMPError: an ICMP/ICMPv6 error whose embedded packet was decoded. The
+	// KindICMPError: an ICMP/ICMPv6 error (unreachable, time exceeded,
+	// parameter problem; ICMPv6 packet too big) whose embedded packet was decoded. The
 	// flow fields (Src, Dst, Proto, ports, L4) describe the embedded packet
 	// reversed, i.e. the flow as the LB saw it going towards the target.
 	KindICMPError

@@ -13,8 +13,8 @@ import (
 type EngineStats interface {
 	ReasonCount(r dataplane.Reason) (packets, bytes uint64)
 	EachDecodeError(f func(err error, packets uint64))
-	EachRoute(f func(route, service string, c *dataplane.Counter))
-	EachEndpoint(f func(service string, id int, addr string, c *dataplane.Counter))
+	EachRoute(f func(route, service string, c dataplane.Count))
+	EachEndpoint(f func(service string, id int, addr string, c dataplane.Count))
 	FragmentStats() fragment.Stats
 	Generation() uint64
 }
@@ -25,13 +25,13 @@ var (
 	reasonBytesDesc = prometheus.NewDesc("sllbrd_bytes_total",
 		"Bytes (wire length) decided by the engine, by the reason of their verdict.", []string{"reason"}, nil)
 	routePacketsDesc = prometheus.NewDesc("sllbrd_route_packets_total",
-		"Packets that matched a route (removed routes keep their final totals).", []string{"route", "service"}, nil)
+		"Packets that matched a route (a removed route's series is deleted after twice the fragment lifetime).", []string{"route", "service"}, nil)
 	routeBytesDesc = prometheus.NewDesc("sllbrd_route_bytes_total",
-		"Bytes that matched a route (removed routes keep their final totals).", []string{"route", "service"}, nil)
+		"Bytes that matched a route (a removed route's series is deleted after twice the fragment lifetime).", []string{"route", "service"}, nil)
 	endpointPacketsDesc = prometheus.NewDesc("sllbrd_endpoint_packets_total",
-		"Packets sent to an endpoint address.", []string{"service", "id", "address"}, nil)
+		"Packets sent to an endpoint address (a removed endpoint's series is deleted after twice the fragment lifetime).", []string{"service", "id", "address"}, nil)
 	endpointBytesDesc = prometheus.NewDesc("sllbrd_endpoint_bytes_total",
-		"Bytes sent to an endpoint address.", []string{"service", "id", "address"}, nil)
+		"Bytes sent to an endpoint address (a removed endpoint's series is deleted after twice the fragment lifetime).", []string{"service", "id", "address"}, nil)
 	undecodableDesc = prometheus.NewDesc("sllbrd_undecodable_packets_total",
 		"Packets dropped as undecodable, by decode error.", []string{"error"}, nil)
 	fragmentsDesc = prometheus.NewDesc("sllbrd_fragments_total",
@@ -73,14 +73,14 @@ func (c *EngineCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- counter(reasonPacketsDesc, packets, r.String())
 		ch <- counter(reasonBytesDesc, bytes, r.String())
 	}
-	e.EachRoute(func(route, service string, cnt *dataplane.Counter) {
-		ch <- counter(routePacketsDesc, cnt.Packets(), route, service)
-		ch <- counter(routeBytesDesc, cnt.Bytes(), route, service)
+	e.EachRoute(func(route, service string, cnt dataplane.Count) {
+		ch <- counter(routePacketsDesc, cnt.Packets, route, service)
+		ch <- counter(routeBytesDesc, cnt.Bytes, route, service)
 	})
-	e.EachEndpoint(func(service string, id int, addr string, cnt *dataplane.Counter) {
+	e.EachEndpoint(func(service string, id int, addr string, cnt dataplane.Count) {
 		ids := strconv.Itoa(id)
-		ch <- counter(endpointPacketsDesc, cnt.Packets(), service, ids, addr)
-		ch <- counter(endpointBytesDesc, cnt.Bytes(), service, ids, addr)
+		ch <- counter(endpointPacketsDesc, cnt.Packets, service, ids, addr)
+		ch <- counter(endpointBytesDesc, cnt.Bytes, service, ids, addr)
 	})
 	e.EachDecodeError(func(err error, packets uint64) {
 		ch <- counter(undecodableDesc, packets, errorLabel(err))

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sllbrd/sllbrd/dataplane"
+	"github.com/sllbrd/sllbrd/dataplane/packet"
 	"github.com/sllbrd/sllbrd/internal/harness/testpkt"
 	"github.com/sllbrd/sllbrd/model"
 )
@@ -79,6 +80,7 @@ const engineExposition = `
 sllbrd_bytes_total{reason="balanced"} 1200
 sllbrd_bytes_total{reason="fragment_followed"} 1000
 sllbrd_bytes_total{reason="fragment_held"} 500
+sllbrd_bytes_total{reason="fragment_hold_limit"} 0
 sllbrd_bytes_total{reason="fragment_unknown"} 0
 sllbrd_bytes_total{reason="no_endpoint"} 0
 sllbrd_bytes_total{reason="no_route"} 60
@@ -88,11 +90,11 @@ sllbrd_bytes_total{reason="unsupported"} 0
 # HELP sllbrd_config_generation Generation of the configuration committed to the decision engine (0: none yet).
 # TYPE sllbrd_config_generation gauge
 sllbrd_config_generation 1
-# HELP sllbrd_endpoint_bytes_total Bytes sent to an endpoint address.
+# HELP sllbrd_endpoint_bytes_total Bytes sent to an endpoint address (a removed endpoint's series is deleted after twice the fragment lifetime).
 # TYPE sllbrd_endpoint_bytes_total counter
 sllbrd_endpoint_bytes_total{address="10.0.0.1",id="0",service="svc"} 2200
 sllbrd_endpoint_bytes_total{address="10.0.0.2",id="1",service="svc"} 0
-# HELP sllbrd_endpoint_packets_total Packets sent to an endpoint address.
+# HELP sllbrd_endpoint_packets_total Packets sent to an endpoint address (a removed endpoint's series is deleted after twice the fragment lifetime).
 # TYPE sllbrd_endpoint_packets_total counter
 sllbrd_endpoint_packets_total{address="10.0.0.1",id="0",service="svc"} 4
 sllbrd_endpoint_packets_total{address="10.0.0.2",id="1",service="svc"} 0
@@ -112,16 +114,17 @@ sllbrd_fragments_total{result="stored"} 1
 sllbrd_packets_total{reason="balanced"} 3
 sllbrd_packets_total{reason="fragment_followed"} 1
 sllbrd_packets_total{reason="fragment_held"} 1
+sllbrd_packets_total{reason="fragment_hold_limit"} 0
 sllbrd_packets_total{reason="fragment_unknown"} 0
 sllbrd_packets_total{reason="no_endpoint"} 0
 sllbrd_packets_total{reason="no_route"} 1
 sllbrd_packets_total{reason="not_configured"} 1
 sllbrd_packets_total{reason="undecodable"} 1
 sllbrd_packets_total{reason="unsupported"} 0
-# HELP sllbrd_route_bytes_total Bytes that matched a route (removed routes keep their final totals).
+# HELP sllbrd_route_bytes_total Bytes that matched a route (a removed route's series is deleted after twice the fragment lifetime).
 # TYPE sllbrd_route_bytes_total counter
 sllbrd_route_bytes_total{route="ns/web",service="svc"} 2200
-# HELP sllbrd_route_packets_total Packets that matched a route (removed routes keep their final totals).
+# HELP sllbrd_route_packets_total Packets that matched a route (a removed route's series is deleted after twice the fragment lifetime).
 # TYPE sllbrd_route_packets_total counter
 sllbrd_route_packets_total{route="ns/web",service="svc"} 4
 # HELP sllbrd_undecodable_packets_total Packets dropped as undecodable, by decode error.
@@ -129,6 +132,7 @@ sllbrd_route_packets_total{route="ns/web",service="svc"} 4
 sllbrd_undecodable_packets_total{error="bad_ip_version"} 0
 sllbrd_undecodable_packets_total{error="bad_ipv4_header_length"} 0
 sllbrd_undecodable_packets_total{error="bad_ipv4_total_length"} 0
+sllbrd_undecodable_packets_total{error="bad_ipv6_jumbo_payload_length"} 0
 sllbrd_undecodable_packets_total{error="bad_ipv6_fragment_header_chain"} 0
 sllbrd_undecodable_packets_total{error="too_many_ipv6_extension_headers"} 0
 sllbrd_undecodable_packets_total{error="truncated"} 1
@@ -144,10 +148,10 @@ func TestEngineCollectorExposesLiveCounters(t *testing.T) {
 func TestEngineCollectorBeforeConfiguration(t *testing.T) {
 	c := NewEngineCollector(dataplane.NewEngine())
 	for name, want := range map[string]int{
-		"sllbrd_packets_total":             9, // one per reason
+		"sllbrd_packets_total":             len(dataplane.Reasons()), // one per reason
 		"sllbrd_route_packets_total":       0,
 		"sllbrd_endpoint_packets_total":    0,
-		"sllbrd_undecodable_packets_total": 6, // one per decode error
+		"sllbrd_undecodable_packets_total": len(packet.Errors()), // one per decode error
 		"sllbrd_fragments_total":           6,
 		"sllbrd_config_generation":         1,
 	} {

@@ -55,6 +55,10 @@ var (
 		"Failed verdict send system calls.")
 	nfqVerdictErrorsDesc = queueDesc("sllbrd_nfqueue_verdict_errors_total",
 		"Verdicts the kernel rejected.")
+	nfqGSODesc = queueDesc("sllbrd_nfqueue_gso_packets_total",
+		"Packets the kernel queued as GSO/GRO aggregates (NFQA_SKB_GSO): one message and one verdict for many segments.")
+	nfqLargestDesc = queueDesc("sllbrd_nfqueue_largest_packet_bytes",
+		"Length of the longest packet received since start; above 65535 when GRO/BIG TCP aggregates reach the queue.")
 	nfqKernelDroppedDesc = queueDesc("sllbrd_nfqueue_kernel_dropped_total",
 		"Packets the kernel dropped because the queue was full (queue_dropped).")
 	nfqKernelUserDroppedDesc = queueDesc("sllbrd_nfqueue_kernel_user_dropped_total",
@@ -100,7 +104,7 @@ func (c *NFQueueCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		nfqPacketsDesc, nfqBatchesDesc, nfqVerdictsDesc, nfqHeldDesc, nfqReleasedDesc,
 		nfqOwnDropsDesc, nfqParseErrorsDesc, nfqForeignDesc, nfqRecvErrorsDesc, nfqNoBufsDesc,
-		nfqSendErrorsDesc, nfqVerdictErrorsDesc, nfqKernelDroppedDesc,
+		nfqSendErrorsDesc, nfqVerdictErrorsDesc, nfqGSODesc, nfqLargestDesc, nfqKernelDroppedDesc,
 		nfqKernelUserDroppedDesc, nfqWaitingDesc,
 	} {
 		ch <- d
@@ -129,10 +133,11 @@ func collectQueue(ch chan<- prometheus.Metric, queue string, s *nfqueue.Stats) {
 		{nfqOwnDropsDesc, s.OwnDrops}, {nfqParseErrorsDesc, s.ParseErrors},
 		{nfqForeignDesc, s.Foreign}, {nfqRecvErrorsDesc, s.RecvErrors},
 		{nfqNoBufsDesc, s.NoBufs}, {nfqSendErrorsDesc, s.SendErrors},
-		{nfqVerdictErrorsDesc, s.VerdictErrors},
+		{nfqVerdictErrorsDesc, s.VerdictErrors}, {nfqGSODesc, s.GSO},
 	} {
 		ch <- counter(m.d, m.n, queue)
 	}
+	ch <- gauge(nfqLargestDesc, float64(s.Largest), queue)
 }
 
 // collectKernel exports the kernel's queue table. A missing table (the

@@ -25,8 +25,8 @@ func fakeQueues() []QueueStats {
 	return []QueueStats{
 		{Queue: 0, Stats: nfqueue.Stats{Packets: 10, Batches: 3, Accepted: 7, Dropped: 2, Held: 1,
 			Released: 1, OwnDrops: 1, ParseErrors: 2, Foreign: 4, RecvErrors: 5, NoBufs: 3,
-			SendErrors: 6, VerdictErrors: 8}},
-		{Queue: 1, Stats: nfqueue.Stats{Packets: 20, Batches: 9, Accepted: 20}},
+			SendErrors: 6, VerdictErrors: 8, GSO: 2, Largest: 131072}},
+		{Queue: 1, Stats: nfqueue.Stats{Packets: 20, Batches: 9, Accepted: 20, Largest: 1500}},
 	}
 }
 
@@ -43,10 +43,18 @@ sllbrd_nfqueue_enobufs_total{queue="1"} 0
 # TYPE sllbrd_nfqueue_foreign_messages_total counter
 sllbrd_nfqueue_foreign_messages_total{queue="0"} 4
 sllbrd_nfqueue_foreign_messages_total{queue="1"} 0
+# HELP sllbrd_nfqueue_gso_packets_total Packets the kernel queued as GSO/GRO aggregates (NFQA_SKB_GSO): one message and one verdict for many segments.
+# TYPE sllbrd_nfqueue_gso_packets_total counter
+sllbrd_nfqueue_gso_packets_total{queue="0"} 2
+sllbrd_nfqueue_gso_packets_total{queue="1"} 0
 # HELP sllbrd_nfqueue_held_packets_total Packets kept queued without a verdict (fragments waiting for their first fragment).
 # TYPE sllbrd_nfqueue_held_packets_total counter
 sllbrd_nfqueue_held_packets_total{queue="0"} 1
 sllbrd_nfqueue_held_packets_total{queue="1"} 0
+# HELP sllbrd_nfqueue_largest_packet_bytes Length of the longest packet received since start; above 65535 when GRO/BIG TCP aggregates reach the queue.
+# TYPE sllbrd_nfqueue_largest_packet_bytes gauge
+sllbrd_nfqueue_largest_packet_bytes{queue="0"} 131072
+sllbrd_nfqueue_largest_packet_bytes{queue="1"} 1500
 # HELP sllbrd_nfqueue_packets_total Packets received from the kernel queue.
 # TYPE sllbrd_nfqueue_packets_total counter
 sllbrd_nfqueue_packets_total{queue="0"} 10

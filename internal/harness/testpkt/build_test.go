@@ -90,3 +90,38 @@ func TestICMPErrorQuotesOriginal(t *testing.T) {
 	_ = decode(t, Echo(c6, v6, 7, 1))
 	_ = decode(t, Echo(c4, v4, 7, 1))
 }
+
+func TestFragmentsWithHeadersAndEcho(t *testing.T) {
+	f := Flow{c6, v6, 17, 1000, 2000}
+	frags := FragmentsWith(f, make([]byte, 3000), 1200, 9, FragmentHeaders{AH: true, DestOpts: true})
+	if len(frags) != 3 {
+		t.Fatalf("%d fragments, want 3", len(frags))
+	}
+	first := decode(t, frags[0]).Layer(layers.LayerTypeIPv6Fragment).(*layers.IPv6Fragment)
+	if first.NextHeader != layers.IPProtocolAH || first.Identification != 9 {
+		t.Errorf("fragment header names %v id %d, want AH id 9", first.NextHeader, first.Identification)
+	}
+	// AH (24 bytes), destination options (8), then the UDP header.
+	if udp := first.Payload[32:]; int(udp[0])<<8|int(udp[1]) != 1000 || first.Payload[24] != 17 {
+		t.Errorf("fragmentable part does not chain AH -> destination options -> UDP: % x", first.Payload[:40])
+	}
+	for _, src := range []netip.Addr{c4, c6} {
+		dst := v4
+		if src.Is6() {
+			dst = v6
+		}
+		echo := EchoFragments(src, dst, 7, 1, make([]byte, 3000), 1200, 11)
+		if len(echo) != 3 {
+			t.Fatalf("%v: %d echo fragments, want 3", src, len(echo))
+		}
+		var icmpType byte
+		if p := decode(t, echo[0]); src.Is4() {
+			icmpType = p.NetworkLayer().LayerPayload()[0]
+		} else {
+			icmpType = p.Layer(layers.LayerTypeIPv6Fragment).LayerPayload()[0]
+		}
+		if icmpType != ICMPv4EchoRequest && icmpType != ICMPv6EchoRequest {
+			t.Errorf("%v: first echo fragment starts with type %d", src, icmpType)
+		}
+	}
+}

@@ -23,14 +23,23 @@ const (
 
 // Echo returns an ICMP or ICMPv6 echo request from src to dst.
 func Echo(src, dst netip.Addr, id, seq uint16) []byte {
-	payload := []byte("sllbrd-ping-0123456789")
+	msg := echoMessage(src, dst, id, seq, []byte("sllbrd-ping-0123456789"))
+	if src.Is4() {
+		return ip(src, dst, layers.IPProtocolICMPv4, msg, Options{})
+	}
+	return ip(src, dst, layers.IPProtocolICMPv6, msg, Options{})
+}
+
+// echoMessage returns the ICMP or ICMPv6 echo request message (no IP
+// header) with its checksum.
+func echoMessage(src, dst netip.Addr, id, seq uint16, payload []byte) []byte {
 	buf := gopacket.NewSerializeBuffer()
 	if src.Is4() {
 		ic := &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(ICMPv4EchoRequest, 0), Id: id, Seq: seq}
 		if err := gopacket.SerializeLayers(buf, serialize, ic, gopacket.Payload(payload)); err != nil {
 			panic(err)
 		}
-		return ip(src, dst, layers.IPProtocolICMPv4, buf.Bytes(), Options{})
+		return append([]byte(nil), buf.Bytes()...)
 	}
 	ic := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(ICMPv6EchoRequest, 0)}
 	_ = ic.SetNetworkLayerForChecksum(netLayer(src, dst, layers.IPProtocolICMPv6))
@@ -38,7 +47,7 @@ func Echo(src, dst netip.Addr, id, seq uint16) []byte {
 	if err := gopacket.SerializeLayers(buf, serialize, ic, echo, gopacket.Payload(payload)); err != nil {
 		panic(err)
 	}
-	return ip(src, dst, layers.IPProtocolICMPv6, buf.Bytes(), Options{})
+	return append([]byte(nil), buf.Bytes()...)
 }
 
 // ICMPError returns an ICMP (IPv4) or ICMPv6 error sent by router to the
