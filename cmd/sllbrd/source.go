@@ -67,7 +67,10 @@ func (s *configSource) Run(ctx context.Context) error {
 }
 
 func (s *configSource) emit(u manifest.Update) {
-	now := time.Now()
+	seen := u.Observed // the change's first event: the apply latency runs from here
+	if seen.IsZero() {
+		seen = time.Now()
+	}
 	s.mu.Lock()
 	s.lastErr = u.Err
 	changed := u.State != nil && u.State.Generation != s.lastGen
@@ -93,7 +96,7 @@ func (s *configSource) emit(u manifest.Update) {
 		s.log.Warn("configuration problem", "problem", p.String())
 	}
 	if changed {
-		s.loop.SetState(u.State, now)
+		s.loop.SetState(u.State, seen)
 		s.routers(s.ctx, u.State.Routers)
 	}
 }
