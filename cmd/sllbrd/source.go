@@ -63,7 +63,10 @@ func (s *configSource) Run(ctx context.Context) error {
 }
 
 func (s *configSource) emit(u manifest.Update) {
-	now := time.Now()
+	seen := u.Observed // the change's first event: the apply latency runs from here
+	if seen.IsZero() {
+		seen = time.Now()
+	}
 	s.mu.Lock()
 	s.lastErr = u.Err
 	changed := u.State != nil && u.State.Generation != s.lastGen
@@ -89,7 +92,7 @@ func (s *configSource) emit(u manifest.Update) {
 		s.log.Warn("configuration problem", "problem", p.String())
 	}
 	if changed {
-		s.loop.SetState(u.State, now)
+		s.loop.SetState(u.State, seen)
 	}
 	// A missing Gateway keeps the last state programmed but withdraws its
 	// VIPs; set after the state, so that a Gateway coming back with a new

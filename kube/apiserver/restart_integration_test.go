@@ -13,30 +13,40 @@ import (
 	"github.com/sllbrd/sllbrd/kube/manifest"
 )
 
+// startStopped runs a source on the examples in namespace ns, probing the
+// server every probe, then stops kube-apiserver and returns once the source
+// is not ready and has emitted nothing for 2s (its informers back off
+// meanwhile); first is the source's first Update.
+func startStopped(t *testing.T, ns string, probe time.Duration) (*env, *running, manifest.Update) {
+	t.Helper()
+	e := newEnv(t, ns)
+	e.createExamples()
+	r := e.startSource(apiserver.WithProbeInterval(probe))
+	first := r.waitUpdate(t, "a state", func(u manifest.Update) bool { return u.State != nil })
+	r.waitReady(t, true, 5*time.Second)
+	e.cp.StopAPIServer()
+	r.waitReady(t, false, 10*time.Second)
+	r.noUpdate(t, 2*time.Second, "kube-apiserver stopped")
+	return e, r, first
+}
+
 // TestIntegrationAPIServerRestart stops kube-apiserver (etcd stays): the
 // source keeps its state and reports not ready; after the restart it is
 // ready again without emitting anything. Then it measures the time from an
 // API write to the Update that reflects it.
 func TestIntegrationAPIServerRestart(t *testing.T) {
-	e := newEnv(t, "sllbrd-test-restart")
-	e.createExamples()
-	r := e.startSource(apiserver.WithProbeInterval(500 * time.Millisecond))
-	first := r.waitUpdate(t, "a state", func(u manifest.Update) bool { return u.State != nil })
-	r.waitReady(t, true, 5*time.Second)
-
-	e.cp.StopAPIServer()
-	why := r.waitReady(t, false, 10*time.Second)
+	e, r, first := startStopped(t, "sllbrd-test-restart", 500*time.Millisecond)
+	_, why := r.src.Ready()
 	if !strings.Contains(why, "API server unreachable") {
 		t.Errorf("not-ready reason %q does not say the API server is unreachable", why)
 	}
 	t.Logf("while stopped: %s", why)
-	r.noUpdate(t, 2*time.Second, "kube-apiserver stopped")
 
 	e.cp.StartAPIServer()
 	r.waitReady(t, true, 30*time.Second)
 	r.noUpdate(t, 3*time.Second, "kube-apiserver restarted with the same objects")
 
-	// API write -> Update latency, with the default 100ms debounce.
+	// API write -> Update latency, with the default debounce.
 	var lat []time.Duration
 	for i := range 10 {
 		start := time.Now()
@@ -51,4 +61,57 @@ func TestIntegrationAPIServerRestart(t *testing.T) {
 	slices.Sort(lat)
 	t.Logf("API write -> Update latency over %d writes: min %v median %v max %v",
 		len(lat), lat[0], lat[len(lat)/2], lat[len(lat)-1])
+}
+
+// TestIntegrationReadyOnlyAfterWatchesResume stops kube-apiserver, starts
+// it again and at once writes an EndpointSlice: the source must not report
+// ready before it has emitted the state with that write, however early the
+// server answers its probes.
+func TestIntegrationReadyOnlyAfterWatchesResume(t *testing.T) {
+	e, r, first := startStopped(t, "sllbrd-test-resume", 100*time.Millisecond)
+	addr := first.State.Services[0].Endpoints[0].Addr.String()
+
+	e.cp.StartAPIServer()
+	restarted := time.Now()
+	e.updateSlice(t, "service-a-ipv4", func(s *discoveryv1.EndpointSlice) {
+		for i, ep := range s.Endpoints {
+			if slices.Contains(ep.Addresses, addr) {
+				s.Endpoints[i].Conditions.Ready = ptr(false)
+			}
+		}
+	})
+	written := time.Now()
+	if ok, _ := r.src.Ready(); ok {
+		t.Fatalf("ready %v after the restart, right after a write it cannot have seen yet", written.Sub(restarted))
+	}
+	deadline := written.Add(45 * time.Second)
+	for {
+		ok, why := r.src.Ready()
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready 45s after the restart: %s", why)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ready := time.Now()
+	var seen bool
+	for drained := false; !drained; {
+		select {
+		case u := <-r.updates:
+			if u.State != nil {
+				ep, ok := endpoint(u.State, addr)
+				seen = ok && !ep.Ready
+			}
+		default:
+			drained = true
+		}
+	}
+	if !seen {
+		t.Fatalf("ready %v after the restart, but the write made right after it is not in the last state emitted",
+			ready.Sub(restarted).Round(time.Millisecond))
+	}
+	t.Logf("restarted -> write %v -> ready (the write emitted) %v", written.Sub(restarted).Round(time.Millisecond),
+		ready.Sub(written).Round(time.Millisecond))
 }
