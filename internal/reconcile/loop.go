@@ -66,7 +66,7 @@ type Loop struct {
 }
 
 type options struct {
-	minInterval, resync, minBackoff, maxBackoff time.Duration
+	minInterval, maxInterval, resync, minBackoff, maxBackoff time.Duration
 }
 
 // Option configures a Loop.
@@ -74,6 +74,10 @@ type Option func(*options)
 
 // WithMinInterval sets the least time between two applies (default 50 ms).
 func WithMinInterval(d time.Duration) Option { return func(o *options) { o.minInterval = d } }
+
+// WithMaxInterval caps the interval between applies that widens during a
+// burst of changes (default 1 s): no change waits longer than this.
+func WithMaxInterval(d time.Duration) Option { return func(o *options) { o.maxInterval = d } }
 
 // WithResync sets how often a healthy state is re-applied (default 30 s; 0: never).
 func WithResync(d time.Duration) Option { return func(o *options) { o.resync = d } }
@@ -85,7 +89,7 @@ func WithBackoff(min, max time.Duration) Option {
 
 // New returns a loop that calls apply.
 func New(apply ApplyFunc, opts ...Option) *Loop {
-	o := options{minInterval: 50 * time.Millisecond, resync: 30 * time.Second, minBackoff: 100 * time.Millisecond, maxBackoff: 10 * time.Second}
+	o := options{minInterval: 50 * time.Millisecond, maxInterval: time.Second, resync: 30 * time.Second, minBackoff: 100 * time.Millisecond, maxBackoff: 10 * time.Second}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -185,6 +189,7 @@ func (l *Loop) Run(ctx context.Context) error {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	var last time.Time
+	space := spacing{min: l.opts.minInterval, max: l.opts.maxInterval}
 	for {
 		select {
 		case <-ctx.Done():
@@ -195,7 +200,7 @@ func (l *Loop) Run(ctx context.Context) error {
 			l.pending = l.pending || l.status.Configured // retry or resync
 			l.mu.Unlock()
 		}
-		if wait := time.Until(last.Add(l.opts.minInterval)); wait > 0 {
+		if wait := space.wait(time.Since(last)); wait > 0 {
 			select {
 			case <-ctx.Done():
 				return nil
