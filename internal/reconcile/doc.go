@@ -8,10 +8,11 @@
 //
 // Producers (the configuration source, the uplink supervisor) Set their part
 // of the desired state at any rate; the loop applies the latest complete
-// state. A change after a quiet period is applied at once; during a burst
-// the interval between applies starts at MinInterval (50 ms) and doubles up
-// to MaxInterval (1 s), so a burst of a second costs about six applies and
-// no change waits longer than MaxInterval (spacing.go).
+// state. A change after a quiet period is applied at once, and one that
+// follows the previous apply waits at most MinInterval (50 ms) from it;
+// while changes keep coming during the waits (a burst), the interval doubles
+// up to MaxInterval (1 s), so a burst of a second costs about six applies
+// and no change waits longer than MaxInterval (spacing.go).
 // A failed apply is retried with exponential backoff; a successful one is
 // repeated every ResyncInterval to heal drift (someone flushed our rules).
 // Nothing is applied before the first configuration arrives: the

@@ -61,6 +61,7 @@ type Loop struct {
 	mu      sync.Mutex
 	desired Desired
 	pending bool      // desired changed since the last apply started
+	changes int       // changes since the last apply started
 	rerun   time.Time // earliest re-apply asked for with RunBy (zero: none)
 	status  Status
 }
@@ -106,6 +107,7 @@ func (l *Loop) SetState(st *model.State, changed time.Time) {
 	l.status.Configured = true
 	l.status.Desired = st.Generation
 	l.pending = true
+	l.changes++
 	l.mu.Unlock()
 	l.wake()
 }
@@ -142,6 +144,7 @@ func (l *Loop) update(set func() bool) {
 		l.desired.Changed = time.Now()
 	}
 	l.pending = true
+	l.changes++
 	l.mu.Unlock()
 	l.wake()
 }
@@ -207,27 +210,29 @@ func (l *Loop) Run(ctx context.Context) error {
 			case <-time.After(wait): // coalesce what arrives meanwhile
 			}
 		}
-		d, ok := l.take()
+		d, changes, ok := l.take()
 		if !ok {
 			continue
 		}
+		space.applied(changes)
 		last = time.Now()
 		err := l.apply(ctx, d)
 		timer.Reset(l.sooner(l.finish(d, err)))
 	}
 }
 
-// take returns the desired state to apply, if any is pending.
-func (l *Loop) take() (Desired, bool) {
+// take returns the desired state to apply, if any is pending, and how many
+// changes it takes up.
+func (l *Loop) take() (Desired, int, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.pending || l.desired.State == nil {
-		return Desired{}, false
+		return Desired{}, 0, false
 	}
 	l.pending = false
-	d := l.desired
-	l.desired.Changed = time.Time{}
-	return d, true
+	d, changes := l.desired, l.changes
+	l.desired.Changed, l.changes = time.Time{}, 0
+	return d, changes, true
 }
 
 // finish records an apply's outcome and returns when to run again.

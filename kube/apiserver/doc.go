@@ -18,8 +18,10 @@
 //   - Bursts of events are coalesced: a rebuild happens once no event arrived
 //     for the debounce period (default 5ms), and at the latest after the
 //     maximum delay (default 50ms) from the first event of a burst; the
-//     reconcile loop's minimum interval between applies (50ms) bounds the
-//     reprogramming. Update.Observed is when the burst's first event came.
+//     maximum delay doubles while a burst goes on (up to 1s) and returns to
+//     50ms once events go quiet (manifest.Window), so a long burst of writes
+//     costs a few rebuilds, and the reconcile loop's widening interval
+//     between applies bounds the reprogramming. Update.Observed is when the burst's first event came.
 //   - An Update is emitted when the State, the problems or the error changed;
 //     State.Generation increases only when the translated State changed, so a
 //     relist after an API-server restart that finds the same objects emits

@@ -36,6 +36,7 @@ type Source struct {
 	gateways           gatewayclient.Interface
 	crds               rest.Interface
 	debounce, maxDelay time.Duration
+	window             *manifest.Window // maxDelay, widened under bursts (Run's goroutine only)
 	probeInterval      time.Duration
 	log                *slog.Logger
 	health             *health
@@ -49,7 +50,8 @@ type Option func(*Source)
 
 // WithDebounce sets how long the objects must stay unchanged before a
 // rebuild (quiet, default 5ms) and the longest a burst can delay one
-// (max, default 50ms).
+// (max, default 50ms; it doubles while a burst goes on, up to
+// manifest.MaxDelayCap, and returns once changes go quiet).
 func WithDebounce(quiet, max time.Duration) Option {
 	return func(s *Source) { s.debounce, s.maxDelay = quiet, max }
 }
@@ -84,6 +86,7 @@ func NewSource(cfg *rest.Config, namespace, gatewayName string, opts ...Option) 
 	for _, o := range opts {
 		o(s)
 	}
+	s.window = manifest.NewWindow(s.maxDelay)
 	var err error
 	if s.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("apiserver: kubernetes client: %w", err)
@@ -162,7 +165,7 @@ func (s *Source) waitForBurst(ctx context.Context, changed <-chan struct{}) bool
 		return false
 	case <-changed:
 	}
-	deadline := time.NewTimer(s.maxDelay)
+	deadline := time.NewTimer(s.window.Max())
 	defer deadline.Stop()
 	quiet := time.NewTimer(s.debounce)
 	defer quiet.Stop()
@@ -171,8 +174,10 @@ func (s *Source) waitForBurst(ctx context.Context, changed <-chan struct{}) bool
 		case <-ctx.Done():
 			return false
 		case <-deadline.C:
+			s.window.Ended(true)
 			return true
 		case <-quiet.C:
+			s.window.Ended(false)
 			return true
 		case <-changed:
 			quiet.Reset(s.debounce)

@@ -28,7 +28,8 @@
 // path deleted and re-created are all seen; the watches are re-aimed after
 // every read. Events are coalesced: the files are read once they were left
 // alone for the quiet period (default 5ms), at the latest the maximum delay
-// (default 50ms) after the first event, but not while a manifest file is
+// (default 50ms; it doubles, up to 1s, while events keep coming, and returns
+// to 50ms once they go quiet: Window) after the first event, but not while a manifest file is
 // being written in place (modified and not yet closed, for up to 1s). A
 // read whose content cannot be used (perhaps a write still in progress) is
 // read again after twice the maximum delay (at least 100ms) before the

@@ -69,10 +69,25 @@ func TestBurstDue(t *testing.T) {
 		t.Errorf("writer open: due %v, want +1200ms (its last write + writeWait)", due.Sub(t0))
 	}
 	b.event(ms(260), unix.IN_CLOSE_WRITE, "/m/a.yaml")
-	if due, _ := b.due(); !due.Equal(ms(250)) {
-		t.Errorf("writer closed: due %v, want +250ms (the maximum delay)", due.Sub(t0))
+	// The endless burst was cut by the maximum delay, which doubled to
+	// 100ms: the quiet period ends first.
+	if due, _ := b.due(); !due.Equal(ms(265)) {
+		t.Errorf("writer closed: due %v, want +265ms (quiet; the maximum delay widened to 100ms)", due.Sub(t0))
 	}
-	b.read(ms(300))
+	b.read(ms(265))
+	b.event(ms(280), unix.IN_MOVED_TO, "")
+	for i := 284; i < 400; i += 4 {
+		b.event(ms(i), unix.IN_MOVED_TO, "")
+	}
+	if due, _ := b.due(); !due.Equal(ms(330)) {
+		t.Errorf("burst after a quiet one: due %v, want +330ms (the maximum delay back at 50ms)", due.Sub(t0))
+	}
+	b.read(ms(330))
+	b.event(ms(390), unix.IN_MOVED_TO, "")
+	if due, _ := b.due(); !due.Equal(ms(395)) {
+		t.Errorf("after a cut burst: due %v, want +395ms (quiet)", due.Sub(t0))
+	}
+	b.read(ms(395))
 	b.event(ms(400), unix.IN_MODIFY, "/m/b.yaml") // a writer that never closes
 	b.read(ms(1500))
 	if len(b.writing) != 0 {

@@ -12,18 +12,20 @@ const writeWait = time.Second
 
 // burst collects the file-system events since the last read and says when
 // to read: once no event came for the quiet period, at the latest the
-// maximum delay after the first event, but not while a manifest file is
-// still being written (modified and not closed, for up to writeWait), so
-// a file is not read half-written.
+// window's maximum delay after the first event (it widens while events keep
+// coming, see Window), but not while a manifest file is still being written
+// (modified and not closed, for up to writeWait), so a file is not read
+// half-written.
 type burst struct {
-	quiet, max  time.Duration
+	quiet       time.Duration
+	window      *Window
 	pending     bool
 	first, last time.Time
 	writing     map[string]time.Time // manifest file -> its last modification
 }
 
 func newBurst(quiet, max time.Duration) *burst {
-	return &burst{quiet: quiet, max: max, writing: map[string]time.Time{}}
+	return &burst{quiet: quiet, window: NewWindow(max), writing: map[string]time.Time{}}
 }
 
 // touch records that something may have changed at at.
@@ -57,7 +59,7 @@ func (b *burst) due() (time.Time, bool) {
 		return time.Time{}, false
 	}
 	due := b.last.Add(b.quiet)
-	if deadline := b.first.Add(b.max); deadline.Before(due) {
+	if deadline := b.first.Add(b.window.Max()); deadline.Before(due) {
 		due = deadline
 	}
 	for _, modified := range b.writing { // the writer's close event comes first
@@ -69,6 +71,9 @@ func (b *burst) due() (time.Time, bool) {
 // read records that the files were read at now: what happened before is
 // accounted for. Writers silent for writeWait are forgotten.
 func (b *burst) read(now time.Time) {
+	if b.pending { // cut by the maximum delay while events still came
+		b.window.Ended(b.last.Add(b.quiet).After(b.first.Add(b.window.Max())))
+	}
 	b.pending = false
 	for file, modified := range b.writing {
 		if now.Sub(modified) >= writeWait {
