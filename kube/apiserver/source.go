@@ -34,6 +34,7 @@ type Source struct {
 	debounce, maxDelay time.Duration
 	probeInterval      time.Duration
 	log                *slog.Logger
+	translateOpts      []translate.Option
 	health             health
 }
 
@@ -56,6 +57,12 @@ func WithProbeInterval(d time.Duration) Option {
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option {
 	return func(s *Source) { s.log = l }
+}
+
+// WithTranslateOptions passes options to every translation (e.g.
+// translate.WithCopyRange); the Problems they find become Events too.
+func WithTranslateOptions(opts ...translate.Option) Option {
+	return func(s *Source) { s.translateOpts = append(s.translateOpts, opts...) }
 }
 
 // NewSource returns a source for the Gateway gatewayName in namespace,
@@ -130,7 +137,7 @@ func (s *Source) Run(ctx context.Context, emit func(manifest.Update)) error {
 		if err != nil {
 			u, emitNow = pub.Apply(nil, nil, err)
 		} else {
-			state, problems, terr := translate.Translate(snap)
+			state, problems, terr := translate.Translate(snap, s.translateOpts...)
 			u, emitNow = pub.Apply(state, problems, terr)
 			reporter.report(snap, problems)
 		}

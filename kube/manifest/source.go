@@ -31,6 +31,7 @@ type FileSource struct {
 	gateway  string
 	interval time.Duration
 	log      *slog.Logger
+	opts     []translate.Option
 }
 
 // Option configures a FileSource.
@@ -45,6 +46,12 @@ func WithPollInterval(d time.Duration) Option {
 // slog.Default().
 func WithLogger(l *slog.Logger) Option {
 	return func(s *FileSource) { s.log = l }
+}
+
+// WithTranslateOptions passes options to every translation (e.g.
+// translate.WithCopyRange).
+func WithTranslateOptions(opts ...translate.Option) Option {
+	return func(s *FileSource) { s.opts = append(s.opts, opts...) }
 }
 
 // NewFileSource returns a source for the Gateway gatewayName ("name" or
@@ -101,7 +108,7 @@ func (s *FileSource) load(files []file, readErr error) (*model.State, []translat
 	if err != nil {
 		return nil, nil, err
 	}
-	return translate.Translate(snap)
+	return translate.Translate(snap, s.opts...)
 }
 
 // watcher holds what was last read, applied and emitted.
