@@ -51,6 +51,7 @@ command -v nft >/dev/null       || need+=(nftables)
 command -v iptables-nft >/dev/null || need+=(iptables)
 command -v bird >/dev/null      || need+=(bird2)
 command -v tcpdump >/dev/null   || need+=(tcpdump)
+command -v gcc >/dev/null       || need+=(gcc libc6-dev) # go test -race needs cgo
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
 	log "missing ${need[*]} (need root and apt); integration tests will skip, or fail with SLLBRD_REQUIRE_INTEGRATION set"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/sllbrd/sllbrd/internal/harness/e2e"
 	"github.com/sllbrd/sllbrd/internal/harness/lab"
+	"github.com/sllbrd/sllbrd/internal/harness/require"
 )
 
 // The seed's BFD timers: 300 ms x 5.
@@ -24,9 +24,7 @@ var seedRouters = []e2e.Router{
 
 func startBIRD(t *testing.T, l *lab.Lab, cfg lab.BIRDConfig) *lab.BIRD {
 	t.Helper()
-	if _, err := exec.LookPath("bird"); err != nil {
-		t.Skip("bird is not installed (make deps installs bird2)")
-	}
+	require.Programs(t, "bird", "birdc")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	b, err := l.StartBIRD(ctx, cfg)
