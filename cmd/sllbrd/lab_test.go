@@ -9,6 +9,7 @@ import (
 
 	"github.com/sllbrd/sllbrd/internal/harness/e2e"
 	"github.com/sllbrd/sllbrd/internal/harness/lab"
+	"github.com/sllbrd/sllbrd/internal/harness/require"
 )
 
 // sllbrdBinary is built once per test run by labSetup.
@@ -23,12 +24,7 @@ var (
 // with lbs LB namespaces and three targets, cleaned up with the test.
 func labSetup(t *testing.T, lbs int) *lab.Lab {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("lab tests skipped with -short")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("lab tests need root (network namespaces)")
-	}
+	require.Lab(t)
 	if sllbrdBinary == "" {
 		root, err := e2e.ModuleRoot()
 		if err != nil {

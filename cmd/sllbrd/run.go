@@ -94,6 +94,7 @@ func newDaemon(cfg *config, log *slog.Logger) (*daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy routing: %w", err)
 	}
+	log.Info("nfqueue queues", "first", cfg.queueFirst, "queues", cfg.queues, "chosen-by", cfg.queuesRule)
 	d.queues, err = nfqueue.OpenGroup(uint16(cfg.queueFirst), cfg.queues,
 		nfqueue.WithCopyRange(cfg.copyRange), nfqueue.WithLockOSThread())
 	if err != nil {

@@ -37,8 +37,11 @@ type configSource struct {
 
 func newConfigSource(cfg *config, log *slog.Logger, loop *reconcile.Loop, m *metrics.Config) (*configSource, error) {
 	s := &configSource{log: log, loop: loop, metrics: m, problems: map[string]int{}}
+	// A byte match beyond the copy range can never match: a problem.
+	translateOpts := []translate.Option{translate.WithCopyRange(cfg.copyRange)}
 	if cfg.manifests != "" {
-		s.run = manifest.NewFileSource(cfg.manifests, cfg.gateway, manifest.WithLogger(log)).Run
+		s.run = manifest.NewFileSource(cfg.manifests, cfg.gateway, manifest.WithLogger(log),
+			manifest.WithTranslateOptions(translateOpts...)).Run
 		return s, nil
 	}
 	rc, err := restConfig(cfg.kubeconfig)
@@ -49,7 +52,7 @@ func newConfigSource(cfg *config, log *slog.Logger, loop *reconcile.Loop, m *met
 	if err != nil {
 		return nil, err
 	}
-	src, err := apiserver.NewSource(rc, ns, cfg.gateway, apiserver.WithLogger(log))
+	src, err := apiserver.NewSource(rc, ns, cfg.gateway, apiserver.WithLogger(log), apiserver.WithTranslateOptions(translateOpts...))
 	if err != nil {
 		return nil, fmt.Errorf("api server source: %w", err)
 	}

@@ -39,6 +39,7 @@ type Source struct {
 	window             *manifest.Window // maxDelay, widened under bursts (Run's goroutine only)
 	probeInterval      time.Duration
 	log                *slog.Logger
+	translateOpts      []translate.Option
 	health             *health
 
 	readyMu  sync.Mutex
@@ -68,6 +69,12 @@ func WithLogger(l *slog.Logger) Option {
 	return func(s *Source) { s.log = l }
 }
 
+// WithTranslateOptions passes options to every translation (e.g.
+// translate.WithCopyRange); the Problems they find become Events too.
+func WithTranslateOptions(opts ...translate.Option) Option {
+	return func(s *Source) { s.translateOpts = append(s.translateOpts, opts...) }
+}
+
 // NewSource returns a source for the Gateway gatewayName in namespace,
 // reached with cfg. It does not contact the server; Run does.
 func NewSource(cfg *rest.Config, namespace, gatewayName string, opts ...Option) (*Source, error) {
@@ -86,7 +93,6 @@ func NewSource(cfg *rest.Config, namespace, gatewayName string, opts ...Option) 
 	for _, o := range opts {
 		o(s)
 	}
-	s.window = manifest.NewWindow(s.maxDelay)
 	var err error
 	if s.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("apiserver: kubernetes client: %w", err)
@@ -141,7 +147,7 @@ func (s *Source) Run(ctx context.Context, emit func(manifest.Update)) error {
 		if err != nil {
 			u, emitNow = pub.Apply(nil, nil, err)
 		} else {
-			state, problems, terr := translate.Translate(snap)
+			state, problems, terr := translate.Translate(snap, s.translateOpts...)
 			u, emitNow = pub.Apply(state, problems, terr)
 			reporter.report(snap, problems)
 		}
@@ -164,6 +170,9 @@ func (s *Source) waitForBurst(ctx context.Context, changed <-chan struct{}) bool
 	case <-ctx.Done():
 		return false
 	case <-changed:
+	}
+	if s.window == nil {
+		s.window = manifest.NewWindow(s.maxDelay)
 	}
 	deadline := time.NewTimer(s.window.Max())
 	defer deadline.Stop()

@@ -55,6 +55,7 @@ type FileSource struct {
 	interval   time.Duration
 	quiet, max time.Duration
 	log        *slog.Logger
+	opts       []translate.Option
 }
 
 // Option configures a FileSource.
@@ -77,6 +78,12 @@ func WithDebounce(quiet, max time.Duration) Option {
 // slog.Default().
 func WithLogger(l *slog.Logger) Option {
 	return func(s *FileSource) { s.log = l }
+}
+
+// WithTranslateOptions passes options to every translation (e.g.
+// translate.WithCopyRange).
+func WithTranslateOptions(opts ...translate.Option) Option {
+	return func(s *FileSource) { s.opts = append(s.opts, opts...) }
 }
 
 // NewFileSource returns a source for the Gateway gatewayName ("name" or
@@ -156,7 +163,7 @@ func (s *FileSource) load(files []file, readErr error) (*model.State, []translat
 	if err != nil {
 		return nil, nil, err
 	}
-	return translate.Translate(snap)
+	return translate.Translate(snap, s.opts...)
 }
 
 // recheck is how long after an unconfirmed read the files are read again:

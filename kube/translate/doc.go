@@ -17,6 +17,13 @@
 //     identifier. Translate never modifies its input and leaves
 //     State.Generation zero for the caller to set.
 //   - Every Route.Service names a Service present in State.Services.
+//   - Given the dataplane's copy range (WithCopyRange), a route with a byte
+//     match that ends beyond the transport bytes a packet of one of its
+//     destination families can bring within the copy range (the copy range
+//     less the smallest IP header: 20 bytes for IPv4, 40 for IPv6) is a
+//     Problem and left out: it could never match, and saying so beats a
+//     silent never-match. Longer headers (IPv4 options, IPv6 extension
+//     headers) can still push a match out of reach for some packets.
 //
 // Gateway, MaxEndpoints and IsParent (parts.go) answer one question each
 // with the same rules, for the controller (kube/controller), which needs a
