@@ -223,8 +223,8 @@ func t2Ready(ready bool) e2e.Config {
 // TestIntegrationFileEditLatency: with the manifest file source, a single
 // edit (atomic rename, as e2e.Write does) reaches the dataplane in a
 // median under 50 ms, by the apply-latency histogram and as seen from
-// outside; a burst of 1,000 edits in a second costs at most one apply per
-// 50 ms, and the last edit wins.
+// outside; a burst of 1,000 edits in a second costs no more applies than
+// the widening interval allows (burstBound), and the last edit wins.
 func TestIntegrationFileEditLatency(t *testing.T) {
 	l := labSetup(t, 1)
 	dir, insts := startSllbrd(t, l, allTargets, webRoute, 1)
@@ -288,7 +288,7 @@ func (k *kubeLab) checkWriteLatency(t *testing.T) {
 }
 
 // checkWriteBurst: 1,000 API writes spread over a second (as many as the
-// server takes; 16 writers) cost at most one apply per 50 ms. t2 ends not
+// server takes; 16 writers) cost no more applies than burstBound allows. t2 ends not
 // ready in the IPv4 slice, as it started.
 func (k *kubeLab) checkWriteBurst(t *testing.T) {
 	patch := k.patchT2v4(t)

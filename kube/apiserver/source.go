@@ -174,6 +174,7 @@ func (s *Source) waitForBurst(ctx context.Context, changed <-chan struct{}) bool
 	if s.window == nil {
 		s.window = manifest.NewWindow(s.maxDelay)
 	}
+	s.window.Begin(time.Now())
 	deadline := time.NewTimer(s.window.Max())
 	defer deadline.Stop()
 	quiet := time.NewTimer(s.debounce)
@@ -183,10 +184,10 @@ func (s *Source) waitForBurst(ctx context.Context, changed <-chan struct{}) bool
 		case <-ctx.Done():
 			return false
 		case <-deadline.C:
-			s.window.Ended(true)
+			s.window.End(time.Now(), true)
 			return true
 		case <-quiet.C:
-			s.window.Ended(false)
+			s.window.End(time.Now(), false)
 			return true
 		case <-changed:
 			quiet.Reset(s.debounce)

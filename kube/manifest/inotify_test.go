@@ -70,24 +70,18 @@ func TestBurstDue(t *testing.T) {
 	}
 	b.event(ms(260), unix.IN_CLOSE_WRITE, "/m/a.yaml")
 	// The endless burst was cut by the maximum delay, which doubled to
-	// 100ms: the quiet period ends first.
-	if due, _ := b.due(); !due.Equal(ms(265)) {
-		t.Errorf("writer closed: due %v, want +265ms (quiet; the maximum delay widened to 100ms)", due.Sub(t0))
+	// 100ms, but this burst began after a 100ms pause: back at 50ms.
+	if due, _ := b.due(); !due.Equal(ms(250)) {
+		t.Errorf("writer closed: due %v, want +250ms (the maximum delay, back at its base)", due.Sub(t0))
 	}
-	b.read(ms(265))
-	b.event(ms(280), unix.IN_MOVED_TO, "")
-	for i := 284; i < 400; i += 4 {
+	b.read(ms(265)) // cut again (events until 260): 100ms
+	for i := 275; i < 400; i += 4 {
 		b.event(ms(i), unix.IN_MOVED_TO, "")
 	}
-	if due, _ := b.due(); !due.Equal(ms(330)) {
-		t.Errorf("burst after a quiet one: due %v, want +330ms (the maximum delay back at 50ms)", due.Sub(t0))
+	if due, _ := b.due(); !due.Equal(ms(375)) {
+		t.Errorf("burst 10ms after a cut one: due %v, want +375ms (the widened 100ms maximum delay)", due.Sub(t0))
 	}
-	b.read(ms(330))
-	b.event(ms(390), unix.IN_MOVED_TO, "")
-	if due, _ := b.due(); !due.Equal(ms(395)) {
-		t.Errorf("after a cut burst: due %v, want +395ms (quiet)", due.Sub(t0))
-	}
-	b.read(ms(395))
+	b.read(ms(399))
 	b.event(ms(400), unix.IN_MODIFY, "/m/b.yaml") // a writer that never closes
 	b.read(ms(1500))
 	if len(b.writing) != 0 {

@@ -32,6 +32,7 @@ func newBurst(quiet, max time.Duration) *burst {
 func (b *burst) touch(at time.Time) {
 	if !b.pending {
 		b.pending, b.first = true, at
+		b.window.Begin(at)
 	}
 	b.last = at
 }
@@ -71,8 +72,8 @@ func (b *burst) due() (time.Time, bool) {
 // read records that the files were read at now: what happened before is
 // accounted for. Writers silent for writeWait are forgotten.
 func (b *burst) read(now time.Time) {
-	if b.pending { // cut by the maximum delay while events still came
-		b.window.Ended(b.last.Add(b.quiet).After(b.first.Add(b.window.Max())))
+	if b.pending { // cut: the maximum delay ran out while events still came
+		b.window.End(now, b.last.Add(b.quiet).After(b.first.Add(b.window.Max())))
 	}
 	b.pending = false
 	for file, modified := range b.writing {

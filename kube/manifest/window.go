@@ -8,13 +8,16 @@ const MaxDelayCap = time.Second
 
 // Window is the maximum delay of a source's debounce, widening under
 // bursts. A burst of changes is published once it goes quiet, at the latest
-// Max() after its first change. A burst that ended by going quiet resets
-// Max to its base; one still going when Max ran out doubles it, up to
-// MaxDelayCap. A single change is published after the quiet period; a
-// stream of changes lasting T is published about log2(T/base) times while
-// T is below the cap, then once per cap, instead of once per base.
+// Max() after its first change. A burst cut by Max (changes still coming)
+// doubles Max, up to MaxDelayCap; a burst that begins after a pause at least
+// as long as Max since the last one was published starts again from base.
+// A single change after a pause is published after the quiet period; a
+// stream of changes lasting T is published about log2(T/base) times while T
+// is below the cap, then once per cap, instead of once per base, even when
+// the stream has short gaps.
 type Window struct {
 	base, cur time.Duration
+	end       time.Time // when the last burst was published
 }
 
 // NewWindow returns a Window whose maximum delay starts at base.
@@ -23,11 +26,18 @@ func NewWindow(base time.Duration) *Window { return &Window{base: base, cur: bas
 // Max is the current maximum delay.
 func (w *Window) Max() time.Duration { return w.cur }
 
-// Ended records how the last burst ended: cut by Max (still going) or quiet.
-func (w *Window) Ended(cut bool) {
+// Begin records a burst's first change at at.
+func (w *Window) Begin(at time.Time) {
+	if at.Sub(w.end) >= w.cur {
+		w.cur = w.base
+	}
+}
+
+// End records that the burst was published at at, cut by Max while changes
+// still came (cut) or after they went quiet.
+func (w *Window) End(at time.Time, cut bool) {
+	w.end = at
 	if cut {
 		w.cur = min(2*w.cur, max(MaxDelayCap, w.base))
-		return
 	}
-	w.cur = w.base
 }
