@@ -1,6 +1,7 @@
 package apiserver_test
 
 import (
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/sllbrd/sllbrd/kube/apiserver"
 	"github.com/sllbrd/sllbrd/kube/manifest"
@@ -63,16 +65,31 @@ func TestIntegrationAPIServerRestart(t *testing.T) {
 		len(lat), lat[0], lat[len(lat)/2], lat[len(lat)-1])
 }
 
-// TestIntegrationReadyOnlyAfterWatchesResume stops kube-apiserver, starts
-// it again and at once writes an EndpointSlice: the source must not report
-// ready before it has emitted the state with that write, however early the
-// server answers its probes.
+// TestIntegrationReadyOnlyAfterWatchesResume cuts the source off the API
+// server (a proxy between them drops every connection), writes an
+// EndpointSlice meanwhile through the server itself, and restores the path:
+// the source must not report ready before it has emitted the state with
+// that write, however early the server answers its probes. The write is
+// complete before the source can reach the server again, so a source
+// reporting ready on the server's /readyz alone, or on watches not yet
+// resumed, fails.
 func TestIntegrationReadyOnlyAfterWatchesResume(t *testing.T) {
-	e, r, first := startStopped(t, "sllbrd-test-resume", 100*time.Millisecond)
+	e := newEnv(t, "sllbrd-test-resume")
+	e.createExamples()
+	host, err := url.Parse(e.sllbrd.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := newOutage(t, host.Host)
+	viaProxy := rest.CopyConfig(e.sllbrd)
+	viaProxy.Host = "https://" + o.addr
+	r := e.startSourceWith(viaProxy, apiserver.WithProbeInterval(100*time.Millisecond))
+	first := r.waitUpdate(t, "a state", func(u manifest.Update) bool { return u.State != nil })
+	r.waitReady(t, true, 5*time.Second)
 	addr := first.State.Services[0].Endpoints[0].Addr.String()
 
-	e.cp.StartAPIServer()
-	restarted := time.Now()
+	o.Cut()
+	r.waitReady(t, false, 10*time.Second)
 	e.updateSlice(t, "service-a-ipv4", func(s *discoveryv1.EndpointSlice) {
 		for i, ep := range s.Endpoints {
 			if slices.Contains(ep.Addresses, addr) {
@@ -80,10 +97,12 @@ func TestIntegrationReadyOnlyAfterWatchesResume(t *testing.T) {
 			}
 		}
 	})
-	written := time.Now()
 	if ok, _ := r.src.Ready(); ok {
-		t.Fatalf("ready %v after the restart, right after a write it cannot have seen yet", written.Sub(restarted))
+		t.Fatal("ready while cut off the API server")
 	}
+	restored := time.Now()
+	o.Restore()
+	written := restored // the write completed before the path was restored
 	deadline := written.Add(45 * time.Second)
 	for {
 		ok, why := r.src.Ready()
@@ -91,7 +110,7 @@ func TestIntegrationReadyOnlyAfterWatchesResume(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not ready 45s after the restart: %s", why)
+			t.Fatalf("not ready 45s after the path was restored: %s", why)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -109,9 +128,8 @@ func TestIntegrationReadyOnlyAfterWatchesResume(t *testing.T) {
 		}
 	}
 	if !seen {
-		t.Fatalf("ready %v after the restart, but the write made right after it is not in the last state emitted",
-			ready.Sub(restarted).Round(time.Millisecond))
+		t.Fatalf("ready %v after the path to the API server was restored, but the write made during the outage is not in the last state emitted",
+			ready.Sub(restored).Round(time.Millisecond))
 	}
-	t.Logf("restarted -> write %v -> ready (the write emitted) %v", written.Sub(restarted).Round(time.Millisecond),
-		ready.Sub(written).Round(time.Millisecond))
+	t.Logf("path restored -> ready (the write emitted) %v", ready.Sub(restored).Round(time.Millisecond))
 }
