@@ -28,6 +28,8 @@ type configSource struct {
 	metrics *metrics.Config
 	run     func(ctx context.Context, emit func(manifest.Update)) error
 	ready   func() (bool, string) // the source's own readiness (nil: none)
+	// onUpdate sees every update (sllbrd show config); nil: none.
+	onUpdate func(manifest.Update)
 
 	mu       sync.Mutex
 	lastGen  uint64
@@ -64,6 +66,9 @@ func (s *configSource) Run(ctx context.Context) error {
 
 func (s *configSource) emit(u manifest.Update) {
 	now := time.Now()
+	if s.onUpdate != nil {
+		s.onUpdate(u)
+	}
 	s.mu.Lock()
 	s.lastErr = u.Err
 	changed := u.State != nil && u.State.Generation != s.lastGen
