@@ -18,7 +18,10 @@
 //     the socket with mode 0660, both owned by sllbrd's user (root in the
 //     SLLBR pod) and, with WithGroup, by that group: only root, sllbrd's
 //     user and the group's members can connect. An existing directory
-//     (e.g. /run) is left alone.
+//     (e.g. /run) is left alone, unless it is sllbrd's and writable by
+//     others without the sticky bit (a Kubernetes emptyDir is 0777): it
+//     then gets mode 0750 and the group too, so nobody else can replace
+//     the socket.
 //   - As defence in depth the server checks every connection's peer
 //     credentials (SO_PEERCRED, taken by the kernel at connect): uid 0,
 //     sllbrd's own uid, or, with a group, a process whose primary or

@@ -210,6 +210,31 @@ func TestSocketPermissions(t *testing.T) {
 	}
 }
 
+// TestOpenDirectoryIsTightened: a directory of ours anyone may write in
+// (a Kubernetes emptyDir is 0777) gets DirMode; a sticky one (/tmp) and
+// one that is not writable by others are left alone.
+func TestOpenDirectoryIsTightened(t *testing.T) {
+	for _, tc := range []struct {
+		mode, want fs.FileMode
+	}{{0o777, DirMode}, {0o777 | fs.ModeSticky, 0o777 | fs.ModeSticky}, {0o755, 0o755}} {
+		dir := filepath.Join(t.TempDir(), "run")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		srv, err := Listen(filepath.Join(dir, "admin.sock"), &fakeBackend{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.ln.Close()
+		if fi, err := os.Stat(dir); err != nil || fi.Mode()&(fs.ModePerm|fs.ModeSticky) != tc.want {
+			t.Errorf("directory of mode %v: now %v (%v), want %v", tc.mode, fi.Mode(), err, tc.want)
+		}
+	}
+}
+
 func TestStaleSocketIsReplacedOtherFilesAreNot(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "admin.sock")

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -51,12 +52,17 @@ func listenSocket(path string, gid int) (*net.UnixListener, error) {
 }
 
 // ensureDir creates dir when missing with DirMode and group gid. An
-// existing directory is left as it is (it may be /run itself).
+// existing directory is left as it is (it may be /run itself), unless it
+// is ours and anyone may replace the socket in it (writable by others
+// without the sticky bit, as a Kubernetes emptyDir is): then it gets
+// DirMode and gid too.
 func ensureDir(dir string, gid int) error {
 	fi, err := os.Stat(dir)
 	switch {
 	case err == nil && !fi.IsDir():
 		return fmt.Errorf("admin socket directory %s: not a directory", dir)
+	case err == nil && fi.Mode().Perm()&0o002 != 0 && fi.Mode()&fs.ModeSticky == 0 && ownedBy(fi, os.Geteuid()):
+		return setOwnership(dir, DirMode, gid)
 	case err == nil:
 		return nil
 	case !errors.Is(err, fs.ErrNotExist):
@@ -66,6 +72,11 @@ func ensureDir(dir string, gid int) error {
 		return fmt.Errorf("admin socket directory %s: %w", dir, err)
 	}
 	return setOwnership(dir, DirMode, gid)
+}
+
+func ownedBy(fi fs.FileInfo, uid int) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == uid
 }
 
 // setOwnership sets mode (whatever the umask did) and, when gid >= 0, the
