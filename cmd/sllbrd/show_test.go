@@ -271,3 +271,24 @@ func TestConfigReportsFailures(t *testing.T) {
 	}
 	checkGolden(t, filepath.Join("testdata", "admin", "show-config-failing.txt"), out.Bytes())
 }
+
+// TestOperationsDocQuotesGoldenOutput keeps the examples of
+// docs/operations.md true: each is a golden file as it is now.
+func TestOperationsDocQuotesGoldenOutput(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"show-routes.txt", "show-services.txt", "show-sessions.txt", "show-fragments.txt",
+		"show-config.txt", "show-config-failing.txt", "explain-balanced.txt", "explain-byte-match-fails.txt",
+		"explain-byte-match-holds.txt", "explain-no-endpoint-of-family.txt", "explain-no-destination.txt",
+		"explain-no-endpoint-of-family.json"} {
+		golden, err := os.ReadFile(filepath.Join("testdata", "admin", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(doc, golden) {
+			t.Errorf("docs/operations.md does not quote testdata/admin/%s as it is: copy it there", name)
+		}
+	}
+}
