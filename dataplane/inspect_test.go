@@ -77,3 +77,50 @@ func TestInspectFragments(t *testing.T) {
 		t.Fatalf("after its first fragment: %+v", v)
 	}
 }
+
+// TestInspectWhileDeciding reads the engine (Inspect, Explain,
+// InspectFragments) while a reader decides packets and the configuration
+// changes: run with -race.
+func TestInspectWhileDeciding(t *testing.T) {
+	e, _ := newTestEngine(t, testState())
+	pkts := [][]byte{
+		testpkt.Packet(flow(addr("10.0.0.1"), vip4, 6, 1000, 80), nil, testpkt.Options{}),
+		testpkt.Packet(flow(addr("fd00::1"), vip6, 17, 1000, 7000), nil, testpkt.Options{}),
+	}
+	pkts = append(pkts, testpkt.Fragments(flow(addr("10.0.0.9"), vip4, 17, 3333, 5000), make([]byte, 3000), 1200, 5)...)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d := NewDecision()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			b := pkts[i%len(pkts)]
+			e.Decide(b, len(b), uint64(i), d)
+		}
+	}()
+	pr := Probe{Protocol: 6, Src: netip.MustParseAddrPort("10.0.0.1:1"), Dst: netip.MustParseAddrPort("20.0.0.1:80")}
+	for i := range 200 {
+		st := testState()
+		st.Generation = uint64(2 + i)
+		st.Services[0].Endpoints[i%4].Ready = false
+		p, err := e.Build(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Commit(p)
+		if in := e.Inspect(); in.Generation != st.Generation || len(in.Services) != 2 {
+			t.Fatalf("inspect: generation %d, %d services", in.Generation, len(in.Services))
+		}
+		if _, err := e.Explain(pr); err != nil {
+			t.Fatal(err)
+		}
+		e.InspectFragments(time.Now())
+	}
+	close(stop)
+	<-done
+}

@@ -69,8 +69,9 @@ func goldenState() *model.State {
 }
 
 // goldenDaemon builds the daemon state the admin socket reports on, in
-// process with fakes for BGP and BFD, and serves it on a socket.
-func goldenDaemon(t *testing.T) (socket string, b *adminBackend) {
+// process with fakes for BGP and BFD, lets each change apply to the backend,
+// and serves it on a socket.
+func goldenDaemon(t *testing.T, changes ...func(*adminBackend)) (socket string, b *adminBackend) {
 	t.Helper()
 	engine := dataplane.NewEngine()
 	plan, err := engine.Build(goldenState())
@@ -88,6 +89,9 @@ func goldenDaemon(t *testing.T) (socket string, b *adminBackend) {
 		gateway: "sllb-a", source: admin.Source{Kind: "file", Path: "/etc/sllbrd/manifests"},
 		queues: 2, holdLimit: 1024, copyRange: 256, level: level, log: slog.New(slog.DiscardHandler),
 		now: func() time.Time { return goldenClock }, bgp: fakeBGP, bfd: fakeBFD}
+	for _, c := range changes {
+		c(b)
+	}
 	socket = filepath.Join(t.TempDir(), "admin.sock")
 	srv, err := admin.Listen(socket, b, admin.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
@@ -209,11 +213,13 @@ func checkGolden(t *testing.T, path string, got []byte) {
 // TestLogLevelChangesTheDaemonsLogger: after `sllbrd log-level debug` the
 // daemon's logger writes debug records it dropped before.
 func TestLogLevelChangesTheDaemonsLogger(t *testing.T) {
-	socket, b := goldenDaemon(t)
 	var logs bytes.Buffer
-	b.level.Set(slog.LevelInfo)
-	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: b.level}))
-	b.log = log
+	var log *slog.Logger
+	socket, b := goldenDaemon(t, func(b *adminBackend) {
+		b.level.Set(slog.LevelInfo)
+		log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: b.level}))
+		b.log = log
+	})
 	log.Debug("before")
 	var out, errOut bytes.Buffer
 	if code := clientMain("log-level", []string{"debug", "--admin-socket", socket}, &out, &errOut); code != 0 {
@@ -259,12 +265,13 @@ func TestClientUsageErrors(t *testing.T) {
 // TestConfigReportsFailures: a failed apply and an unusable source show
 // in show config, with the last good generation kept.
 func TestConfigReportsFailures(t *testing.T) {
-	socket, b := goldenDaemon(t)
-	b.status.observeApply(dataplane.Applied{Generation: 4}, errors.New("policy routes: netlink: operation not permitted"))
-	b.status.observeSource(manifest.Update{Err: errors.New("manifest routes.yaml: line 3: mapping values are not allowed here")})
-	b.ready = func() (bool, []string) {
-		return false, []string{"configuration generation 4 not programmed (attempt 2): dataplane: policy routes: netlink: operation not permitted"}
-	}
+	socket, _ := goldenDaemon(t, func(b *adminBackend) {
+		b.status.observeApply(dataplane.Applied{Generation: 4}, errors.New("policy routes: netlink: operation not permitted"))
+		b.status.observeSource(manifest.Update{Err: errors.New("manifest routes.yaml: line 3: mapping values are not allowed here")})
+		b.ready = func() (bool, []string) {
+			return false, []string{"configuration generation 4 not programmed (attempt 2): dataplane: policy routes: netlink: operation not permitted"}
+		}
+	})
 	var out, errOut bytes.Buffer
 	if code := clientMain("show", []string{"config", "--admin-socket", socket}, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
