@@ -50,6 +50,12 @@
 //     it). After a restart, routes left by the previous run are deleted by
 //     the first Apply, once its own routes are added and its plan committed.
 //   - Before the first Commit every packet is dropped (ReasonNotConfigured).
+//   - Engine.Explain decides a synthetic packet (a Probe) with the same
+//     decision function as Decide (choose: route lookup, flow hash, Maglev
+//     slot) and reports each step, without counting it or touching the
+//     fragment table. Engine.Inspect and InspectFragments read the
+//     committed snapshot and the counters. All three are for operators
+//     (sllbrd show, sllbrd explain), off the packet path.
 //
 // # Flow keys
 //

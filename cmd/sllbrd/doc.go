@@ -9,8 +9,14 @@
 // EndpointSlices with identifiers, the status of the Gateway API and sllbrd
 // objects, and the SLLBR Deployment of each Gateway.
 //
+// `sllbrd show`, `sllbrd explain` and `sllbrd log-level` are clients of a
+// running daemon's admin socket (internal/admin; show.go): the daemon
+// answers from its engine (Inspect, Explain), BGP speaker, BFD server and a
+// record of its applies (admin.go, admin_status.go, admin_daemon.go), and
+// serves pprof on a loopback address when asked (docs/operations.md).
+//
 // This package only wires: flags, signals, one errgroup, the admin HTTP
-// endpoint, and the reconcile loop's apply (applier), which programs the
-// dataplane, applies the GatewayRouters and announces the served VIPs in
-// one retried pass. Everything it starts lives in the packages it imports.
+// endpoint and socket, and the reconcile loop's apply (applier), which
+// programs the dataplane, applies the GatewayRouters and announces the
+// served VIPs in one retried pass. Everything it starts lives in the packages it imports.
 package main

@@ -37,6 +37,8 @@ type config struct {
 	waitForBFD  bool
 	logLevel    slog.Level
 	showVersion bool
+
+	admin adminFlags // admin socket, pprof, run-time log level (admin_daemon.go)
 }
 
 func parseFlags(args []string) (*config, error) {
@@ -57,6 +59,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.BoolVar(&c.waitForBFD, "bgp-wait-for-bfd", false, "keep a BGP session down until its BFD session is up")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
+	c.admin.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -111,5 +114,6 @@ func (c *config) validate() error {
 	if c.metricsAddress == "" {
 		errs = append(errs, errors.New("--metrics-address is required (use 127.0.0.1:PORT to keep it local)"))
 	}
+	errs = append(errs, c.admin.validate())
 	return errors.Join(errs...)
 }

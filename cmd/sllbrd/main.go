@@ -19,6 +19,9 @@ var version = "dev"
 // exits with the code it returns.
 var subcommands = map[string]func(args []string) int{
 	"controller": controllerMain,
+	"show":       showMain,
+	"explain":    explainMain,
+	"log-level":  logLevelMain,
 }
 
 func main() {
@@ -39,7 +42,8 @@ func main() {
 		fmt.Println("sllbrd", version)
 		return
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	cfg.admin.level.Set(cfg.logLevel) // `sllbrd log-level` changes it at run time
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.admin.level}))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := run(ctx, cfg, log); err != nil {

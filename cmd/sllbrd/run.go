@@ -38,6 +38,7 @@ type daemon struct {
 	applier *applier
 	uplink  *uplink.Uplink
 	speaker *bgp.Speaker
+	status  *configStatus // what sllbrd show config reports
 }
 
 func run(ctx context.Context, cfg *config, log *slog.Logger) error {
@@ -102,7 +103,7 @@ func newDaemon(cfg *config, log *slog.Logger) (*daemon, error) {
 	}
 	d.prog = dataplane.NewProgrammer(d.engine, rules, routes,
 		nft.QueueRange{First: uint16(cfg.queueFirst), Count: uint16(cfg.queues)}, cfg.queueFanout, dataplane.ReturnTable)
-	d.applier.dataplane = d.prog
+	d.applier.dataplane = d.recordStatus(d.prog)
 	d.registry = metrics.NewRegistry()
 	d.registry.MustRegister(metrics.NewEngineCollector(d.engine), metrics.NewNFQueueCollector(metrics.GroupQueues(d.queues)),
 		d.applies, metrics.ReadyGauge(d.ready))
@@ -127,6 +128,9 @@ func (d *daemon) run(ctx context.Context) error {
 	runCtx, stopAll := context.WithCancel(context.Background())
 	defer stopAll()
 	g, gctx := errgroup.WithContext(runCtx)
+	if err := d.serveAdmin(g, gctx); err != nil {
+		return err
+	}
 	g.Go(func() error { return d.engine.Serve(gctx, d.queues) })
 	g.Go(func() error { return d.loop.Run(gctx) })
 	g.Go(func() error { return d.source.Run(gctx) })

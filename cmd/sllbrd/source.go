@@ -28,6 +28,8 @@ type configSource struct {
 	metrics *metrics.Config
 	run     func(ctx context.Context, emit func(manifest.Update)) error
 	ready   func() (bool, string) // the source's own readiness (nil: none)
+	// onUpdate sees every update (sllbrd show config); nil: none.
+	onUpdate func(manifest.Update)
 
 	mu       sync.Mutex
 	lastGen  uint64
@@ -69,6 +71,9 @@ func (s *configSource) emit(u manifest.Update) {
 	seen := u.Observed // the change's first event: the apply latency runs from here
 	if seen.IsZero() {
 		seen = time.Now()
+	}
+	if s.onUpdate != nil {
+		s.onUpdate(u)
 	}
 	s.mu.Lock()
 	s.lastErr = u.Err

@@ -18,6 +18,7 @@ func registerAll(t *testing.T, reg prometheus.Registerer) {
 	cfg := NewConfig()
 	cfg.ObserveApply(1, time.Now().Add(-time.Millisecond), time.Now(), nil)
 	cfg.SetProblems(map[string]int{"unknown_service": 1})
+	cfg.ObserveComponent("dataplane", nil)
 	ctl := NewController()
 	ctl.SetLeader(true)
 	ctl.ObserveReconcile("Service", ResultSuccess, time.Millisecond)
