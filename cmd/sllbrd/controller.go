@@ -6,14 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
 
 	"github.com/sllbrd/sllbrd/deploy"
 	"github.com/sllbrd/sllbrd/internal/metrics"
@@ -74,24 +70,7 @@ func parseControllerFlags(args []string) (*controllerConfig, error) {
 
 // controllerMain runs `sllbrd controller` and returns the exit code.
 func controllerMain(args []string) int {
-	cfg, err := parseControllerFlags(args)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "sllbrd controller:", err)
-		return 2
-	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
-	klog.SetSlogLogger(log) // client-go's own messages (leader election) in the same format
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	if err := runController(ctx, cfg, log); err != nil {
-		log.Error("sllbrd controller stopped", "err", err)
-		return 1
-	}
-	log.Info("sllbrd controller stopped")
-	return 0
+	return runRole("sllbrd controller", args, parseControllerFlags, func(c *controllerConfig) slog.Level { return c.logLevel }, runController, "sllbrd controller stopped")
 }
 
 // runController reconciles until ctx ends; on SIGTERM the workers stop,
