@@ -29,22 +29,17 @@ func labSetup(t *testing.T, lbs int) *lab.Lab {
 	if os.Geteuid() != 0 {
 		t.Skip("lab tests need root (network namespaces)")
 	}
-	if sllbrdBinary == "" {
-		root, err := e2e.ModuleRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir, err := os.MkdirTemp("", "sllbrd-bin-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sllbrdBinary, err = e2e.Build(context.Background(), root, dir); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return labWith(t, lab.Options{LBs: lbs, Targets: 3, Logger: t})
+}
+
+// labWith builds sllbrd once and returns a new lab made with opts, cleaned
+// up with the test.
+func labWith(t *testing.T, opts lab.Options) *lab.Lab {
+	t.Helper()
+	buildSllbrd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	l, err := lab.New(ctx, lab.Options{LBs: lbs, Targets: 3, Logger: t})
+	l, err := lab.New(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
