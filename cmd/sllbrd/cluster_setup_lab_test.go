@@ -47,19 +47,19 @@ var (
 
 // cluster is the lab with a control plane and sllbrd's three roles.
 type cluster struct {
-	t          *testing.T
-	ctx        context.Context
-	lab        *lab.Lab
-	cp         *kubetest.ControlPlane
-	kube       kubernetes.Interface // admin
-	dyn        *kubetest.Client
-	bird       *lab.BIRD
-	ctl        *controllerProc
-	lbs        map[int]*e2e.Instance
-	sidecars   map[int]*lab.Process
-	dataplane  string // kubeconfig of the SLLBR pods' ServiceAccount
-	target     string // kubeconfig of the application's ServiceAccount
-	latencies  []latency
+	t         *testing.T
+	ctx       context.Context
+	lab       *lab.Lab
+	cp        *kubetest.ControlPlane
+	kube      kubernetes.Interface // admin
+	dyn       *kubetest.Client
+	bird      *lab.BIRD
+	ctl       *controllerProc
+	lbs       map[int]*e2e.Instance
+	sidecars  map[int]*lab.Process
+	dataplane string // kubeconfig of the SLLBR pods' ServiceAccount
+	target    string // kubeconfig of the application's ServiceAccount
+	latencies []latency
 	// base holds the flows of the first phase, compared by later ones.
 	base map[netip.Addr]map[lab.Flow]string
 }
