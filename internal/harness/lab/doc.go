@@ -42,7 +42,13 @@
 //
 // ConnectHost links the test process's own namespace to a node with a veth
 // pair (e.g. so that sllbrd in lb1 reaches a kube-apiserver the test runs);
-// DisconnectHost removes it.
+// DisconnectHost removes it. ConnectManagement does the same for several
+// nodes at once through a bridge (the pod network of a cluster).
+//
+// InstallVIPCounters counts, with nftables in an LB, what it forwards to and
+// from the VIPs; OpenStreams keeps long-lived TCP connections exchanging
+// data with the targets' echo ports (Options.EchoPorts), so that a test can
+// count the connections a change breaks.
 //
 // Baseline programs plain kernel forwarding (no sllbrd) so the lab can be
 // proven and its packet rate measured as the reference for sllbrd.
