@@ -14,8 +14,12 @@ import (
 )
 
 // clientGoLog matches the klog lines of client-go and the processes' JSON
-// logs, which the narrative leaves out.
-var clientGoLog = regexp.MustCompile(`^[IWE]\d{4} |^\s*\{"time"`)
+// logs, which the narrative leaves out; testLogPrefix the file:line of the
+// test's log lines.
+var (
+	clientGoLog   = regexp.MustCompile(`^[IWE]\d{4} |^\s*\{"time"`)
+	testLogPrefix = regexp.MustCompile(`^\w+\.go:\d+: `)
+)
 
 // runCluster is `make demo DEMO=cluster`: the whole system as in a cluster
 // (kube-apiserver, `sllbrd controller`, SLLBR instances behind BIRD,
@@ -51,7 +55,7 @@ func runCluster(ctx context.Context) error {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		if line := sc.Text(); !clientGoLog.MatchString(line) {
-			fmt.Println("    " + strings.TrimPrefix(strings.TrimSpace(line), "cluster_"))
+			fmt.Println("    " + testLogPrefix.ReplaceAllString(strings.TrimSpace(line), ""))
 		}
 	}
 	if err := cmd.Wait(); err != nil {
