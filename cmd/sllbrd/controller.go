@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/rest"
 
@@ -93,13 +94,20 @@ func runController(ctx context.Context, cfg *controllerConfig, log *slog.Logger)
 	}
 	log.Info("sllbrd controller starting", "version", version, "namespace", ns, "identity", ctl.Identity(),
 		"leader_elect", cfg.election.Enabled)
+	return runWithAdmin(ctx, log, cfg.metricsAddress, ctl.Ready, ctl.Run, m)
+}
+
+// runWithAdmin runs run and the admin endpoint (/metrics with the
+// collectors and sllbrd_ready, /healthz, /readyz from ready) until ctx ends
+// or either of them fails.
+func runWithAdmin(ctx context.Context, log *slog.Logger, addr string, ready func() (bool, []string),
+	run func(context.Context) error, collectors ...prometheus.Collector) error {
 	reg := metrics.NewRegistry()
-	reg.MustRegister(m, metrics.ReadyGauge(ctl.Ready))
+	reg.MustRegister(append(collectors, metrics.ReadyGauge(ready))...)
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return ctl.Run(gctx) })
+	g.Go(func() error { return run(gctx) })
 	g.Go(func() error {
-		return metrics.NewServer(cfg.metricsAddress, reg, ctl.Ready, metrics.WithLogger(log),
-			metrics.WithShutdownTimeout(2*time.Second)).Run(gctx)
+		return metrics.NewServer(addr, reg, ready, metrics.WithLogger(log), metrics.WithShutdownTimeout(2*time.Second)).Run(gctx)
 	})
 	return g.Wait()
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sllbrd/sllbrd/internal/metrics"
@@ -92,13 +91,5 @@ func runTarget(ctx context.Context, cfg *targetConfig, log *slog.Logger) error {
 	agent := target.NewAgent(client, ns, cfg.pod, targetnet.New(kernel), target.WithLogger(log), target.WithMetrics(m),
 		target.WithRequireConfig(cfg.requireConfig), target.WithLoopOptions(targetnet.WithResync(cfg.resync)))
 	log.Info("sllbrd target starting", "version", version, "pod", ns+"/"+cfg.pod, "metrics_address", cfg.metricsAddress)
-	reg := metrics.NewRegistry()
-	reg.MustRegister(m, metrics.ReadyGauge(agent.Ready))
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return agent.Run(gctx) })
-	g.Go(func() error {
-		return metrics.NewServer(cfg.metricsAddress, reg, agent.Ready, metrics.WithLogger(log),
-			metrics.WithShutdownTimeout(2*time.Second)).Run(gctx)
-	})
-	return g.Wait()
+	return runWithAdmin(ctx, log, cfg.metricsAddress, agent.Ready, agent.Run, m)
 }
