@@ -82,15 +82,21 @@ func StartWithArgs(l *lab.Lab, node, bin string, args ...string) (*Instance, err
 }
 
 // Get fetches path from the instance's admin endpoint, from inside its
-// namespace (a plain HTTP/1.0 exchange on a socket made there).
+// namespace.
 func (i *Instance) Get(path string) (status int, body string, err error) {
-	return i.GetAt(MetricsAddress, path)
+	return GetIn(i.Lab, i.Node, MetricsAddress, path)
 }
 
 // GetAt fetches path from addr inside the instance's namespace (e.g. its
 // --pprof-address).
 func (i *Instance) GetAt(addr, path string) (status int, body string, err error) {
-	err = i.Lab.Do(i.Node, func() error {
+	return GetIn(i.Lab, i.Node, addr, path)
+}
+
+// GetIn fetches path from the HTTP endpoint addr inside node's namespace
+// (a plain HTTP/1.0 exchange on a socket made there).
+func GetIn(l *lab.Lab, node, addr, path string) (status int, body string, err error) {
+	err = l.Do(node, func() error {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
 			return err
