@@ -1,7 +1,6 @@
 package targetnet
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -12,11 +11,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/mdlayher/netlink"
-	"golang.org/x/sys/unix"
-
 	"github.com/sllbrd/sllbrd/internal/harness/netns"
 	"github.com/sllbrd/sllbrd/internal/harness/require"
+	"github.com/sllbrd/sllbrd/internal/harness/rtlookup"
 )
 
 // counting wraps a Kernel and counts the changes made through it.
@@ -197,82 +194,27 @@ func checkNoWindow(t *testing.T, ns string, k *counting, d Desired) {
 		addrs("169.111.100.1", "169.111.100.2", "fd00:111::1", "fd00:111::2"),
 		addrs("169.111.100.2", "fd00:111::2"),
 	}
-	var stop atomic.Bool
-	var lookups, bad atomic.Int32
-	var firstBad atomic.Value
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		_ = netns.Do(ns, func() error {
-			c, err := netlink.Dial(unix.NETLINK_ROUTE, nil)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			for !stop.Load() {
-				for _, p := range [][2]string{{"20.0.0.1", "10.100.0.2"}, {"2001:db8::1", "fd00:100::2"}} {
-					if why := lookup(c, p[0], p[1]); why != "" {
-						bad.Add(1)
-						firstBad.CompareAndSwap(nil, why)
-					}
-					lookups.Add(1)
-				}
-			}
-			return nil
-		})
+	stop := rtlookup.Watch(ns, []rtlookup.Query{
+		{Src: netip.MustParseAddr("20.0.0.1"), Dst: netip.MustParseAddr("10.100.0.2")},
+		{Src: netip.MustParseAddr("2001:db8::1"), Dst: netip.MustParseAddr("fd00:100::2")},
+	}, func(_ rtlookup.Query, a rtlookup.Answer, err error) string {
+		return rtlookup.Via(a, err, 50000, sets[1]...)
 	})
 	k.changes.Store(0)
 	for i := range 100 {
 		d.Gateways[0].NextHops = sets[i%len(sets)]
 		apply(t, New(k), d)
 	}
-	stop.Store(true)
-	wg.Wait()
-	t.Logf("100 next-hop changes, %d route lookups meanwhile, %d without a next hop", lookups.Load(), bad.Load())
-	if bad.Load() != 0 || lookups.Load() < 100 {
-		t.Errorf("%d of %d lookups found no next hop (first: %v)", bad.Load(), lookups.Load(), firstBad.Load())
+	res := stop()
+	t.Logf("100 next-hop changes, %d route lookups meanwhile, %d without a next hop", res.Lookups, res.Bad)
+	if res.Err != nil || res.Bad != 0 || res.Lookups < 100 {
+		t.Errorf("%d of %d lookups found no next hop (first: %s; error %v)", res.Bad, res.Lookups, res.FirstBad, res.Err)
 	}
 	for _, op := range k.ops {
 		if strings.HasPrefix(op, "del ") {
 			t.Errorf("a next-hop change deleted something: %s", op)
 		}
 	}
-}
-
-// lookup does RTM_GETROUTE for dst from src (RTA_SRC, which rtnetlink/v2
-// cannot encode) and returns "" when the answer is a unicast route through
-// a gateway in table 50000, else what it was.
-func lookup(c *netlink.Conn, src, dst string) string {
-	s, d := netip.MustParseAddr(src), netip.MustParseAddr(dst)
-	rtm := make([]byte, unix.SizeofRtMsg)
-	rtm[0], rtm[1], rtm[2] = af(familyOf(d)), uint8(d.BitLen()), uint8(s.BitLen())
-	binary.NativeEndian.PutUint32(rtm[8:], unix.RTM_F_LOOKUP_TABLE) // report the table used, not main
-	attrs, _ := netlink.MarshalAttributes([]netlink.Attribute{{Type: unix.RTA_DST, Data: d.AsSlice()}, {Type: unix.RTA_SRC, Data: s.AsSlice()}})
-	msgs, err := c.Execute(netlink.Message{Header: netlink.Header{Type: unix.RTM_GETROUTE, Flags: netlink.Request}, Data: append(rtm, attrs...)})
-	if err != nil {
-		return err.Error()
-	}
-	if len(msgs) != 1 || len(msgs[0].Data) < unix.SizeofRtMsg {
-		return fmt.Sprintf("%d answers", len(msgs))
-	}
-	typ := msgs[0].Data[7]
-	var table uint32
-	var gateway bool
-	ad, err := netlink.NewAttributeDecoder(msgs[0].Data[unix.SizeofRtMsg:])
-	if err != nil {
-		return err.Error()
-	}
-	for ad.Next() {
-		switch ad.Type() {
-		case unix.RTA_TABLE:
-			table = ad.Uint32()
-		case unix.RTA_GATEWAY:
-			gateway = true
-		}
-	}
-	if typ != unix.RTN_UNICAST || !gateway || table != 50000 {
-		return fmt.Sprintf("type %d table %d gateway %v", typ, table, gateway)
-	}
-	return ""
 }
 
 func TestIntegrationForeignConfiguration(t *testing.T) {
