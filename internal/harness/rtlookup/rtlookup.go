@@ -79,10 +79,10 @@ func Get(c *netlink.Conn, q Query) (Answer, error) {
 	msgs, err := c.Execute(netlink.Message{Header: netlink.Header{Type: unix.RTM_GETROUTE, Flags: netlink.Request},
 		Data: append(rtm, data...)})
 	if err != nil {
-		return Answer{}, fmt.Errorf("route get %s: %w", q, err)
+		return Answer{}, fmt.Errorf("route get: %w", err)
 	}
 	if len(msgs) != 1 || len(msgs[0].Data) < unix.SizeofRtMsg {
-		return Answer{}, fmt.Errorf("route get %s: %d answers", q, len(msgs))
+		return Answer{}, fmt.Errorf("route get: %d answers", len(msgs))
 	}
 	return decode(msgs[0].Data)
 }
