@@ -18,6 +18,12 @@
 //     State.Generation zero for the caller to set.
 //   - Every Route.Service names a Service present in State.Services.
 //
+// Secrets: a GatewayRouter's spec.bgp.passwordSecretRef is resolved against
+// the Snapshot's Secrets of the Gateway's namespace (data, or stringData as
+// written in a manifest file). A missing Secret or key, or a password that
+// is empty or longer than 80 bytes, is a Problem that leaves the router out;
+// no Problem quotes a password, and model.Password never prints it.
+//
 // Defaults: a Service without the max-endpoints annotation gets
 // kube.DefaultMaxEndpoints (32); accepted values are 1..kube.MaxMaxEndpoints.
 // GatewayRouter fields left empty get the v1alpha1 Default* values, as the
