@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -70,6 +71,16 @@ func (p Password) Format(f fmt.State, verb rune) {
 // MarshalText is String: encoders (JSON, YAML) show "<redacted>".
 func (p Password) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
 
+// UnmarshalText accepts only the empty text: a Password is never encoded,
+// so decoding one would silently lose it.
+func (p *Password) UnmarshalText(b []byte) error {
+	if len(b) != 0 {
+		return errors.New("a password cannot be decoded (it is never encoded)")
+	}
+	*p = Password{}
+	return nil
+}
+
 // LogValue is String, for log/slog.
 func (p Password) LogValue() slog.Value { return slog.StringValue(p.String()) }
 
@@ -84,6 +95,12 @@ func (c Community) String() string {
 
 // MarshalText is String, so that encoders show the readable form.
 func (c Community) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText is ParseCommunity.
+func (c *Community) UnmarshalText(b []byte) (err error) {
+	*c, err = ParseCommunity(string(b))
+	return err
+}
 
 // ParseCommunity parses "AS:value", two decimal numbers of 0..65535 each
 // (a well-known community too: NO_EXPORT is "65535:65281").
@@ -110,6 +127,12 @@ func (c LargeCommunity) String() string {
 
 // MarshalText is String, so that encoders show the readable form.
 func (c LargeCommunity) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText is ParseLargeCommunity.
+func (c *LargeCommunity) UnmarshalText(b []byte) (err error) {
+	*c, err = ParseLargeCommunity(string(b))
+	return err
+}
 
 // ParseLargeCommunity parses "global:local1:local2", three decimal numbers
 // of 0..4294967295 each.

@@ -94,3 +94,26 @@ func TestParseLargeCommunity(t *testing.T) {
 		}
 	}
 }
+
+// TestBGPJSONRoundTrip: communities survive JSON; a password does not
+// pretend to (decoding its redacted form is an error, not an empty key).
+func TestBGPJSONRoundTrip(t *testing.T) {
+	lp := uint32(200)
+	in := BGP{RemoteASN: 1, Communities: []Community{65001<<16 | 100}, LargeCommunities: []LargeCommunity{{1, 2, 3}}, LocalPreference: &lp}
+	js, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out BGP
+	if err := json.Unmarshal(js, &out); err != nil {
+		t.Fatalf("decode %s: %v", js, err)
+	}
+	if out.Communities[0] != in.Communities[0] || out.LargeCommunities[0] != in.LargeCommunities[0] || *out.LocalPreference != lp {
+		t.Errorf("round trip of %s = %+v", js, out)
+	}
+	in.Password = NewPassword("secret")
+	js, _ = json.Marshal(in)
+	if err := json.Unmarshal(js, &out); err == nil {
+		t.Errorf("decoding %s succeeded; a redacted password must not decode", js)
+	}
+}
