@@ -119,7 +119,7 @@ func TestKustomizationListsExistingFiles(t *testing.T) {
 }
 
 // TestRoleGrantsOnlyReads checks the Role: read-only verbs on the watched
-// kinds, create/patch on events, nothing else.
+// kinds and on the named Secrets only, create/patch on events, nothing else.
 func TestRoleGrantsOnlyReads(t *testing.T) {
 	var role rbacv1.Role
 	if err := yaml.UnmarshalStrict(documents(t, "rbac/role.yaml")[0], &role); err != nil {
@@ -134,9 +134,13 @@ func TestRoleGrantsOnlyReads(t *testing.T) {
 		"discovery.k8s.io/endpointslices": read,
 		"events.k8s.io/events":            {"create", "patch"},
 		"/events":                         {"create", "patch"},
+		"/secrets":                        read,
 	}
 	got := map[string][]string{}
 	for _, r := range role.Rules {
+		if slices.Contains(r.Resources, "secrets") && len(r.ResourceNames) == 0 {
+			t.Errorf("the Role grants every Secret of the namespace (%v): name the BGP password Secrets in resourceNames", r)
+		}
 		for _, g := range r.APIGroups {
 			for _, res := range r.Resources {
 				got[g+"/"+res] = append(got[g+"/"+res], r.Verbs...)

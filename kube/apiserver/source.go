@@ -116,6 +116,8 @@ func (s *Source) Run(ctx context.Context, emit func(manifest.Update)) error {
 	}
 	defer stopEvents()
 	w.start(ctx, &wg)
+	secrets := s.newSecretWatch(changed) // routerfeat: BGP passwords
+	defer secrets.stop()
 	wg.Go(func() { s.probe(ctx, probeNow) })
 	if !cache.WaitForCacheSync(ctx.Done(), w.hasSynced...) {
 		return nil
@@ -130,6 +132,7 @@ func (s *Source) Run(ctx context.Context, emit func(manifest.Update)) error {
 		if err != nil {
 			u, emitNow = pub.Apply(nil, nil, err)
 		} else {
+			snap.Secrets = secrets.follow(ctx, snap.Routers)
 			state, problems, terr := translate.Translate(snap)
 			u, emitNow = pub.Apply(state, problems, terr)
 			reporter.report(snap, problems)
