@@ -37,7 +37,7 @@ type daemon struct {
 
 	applier *applier
 	uplink  *uplink.Uplink
-	speaker *bgp.Speaker
+	speaker *bgp.OnDemand
 }
 
 func run(ctx context.Context, cfg *config, log *slog.Logger) error {
