@@ -84,6 +84,9 @@ func (s *Source) newWatchers(changed chan<- struct{}, watchFailed func(error)) (
 	}
 	onError := func(_ *cache.Reflector, err error) { watchFailed(err) }
 	for _, inf := range w.all() {
+		if err := inf.SetTransform(trimForCache); err != nil { // routerfeat: informer trimming
+			return nil, fmt.Errorf("apiserver: transform: %w", err)
+		}
 		if err := inf.SetWatchErrorHandler(onError); err != nil {
 			return nil, fmt.Errorf("apiserver: watch error handler: %w", err)
 		}
