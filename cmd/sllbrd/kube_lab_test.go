@@ -80,11 +80,10 @@ func hostLink(l *lab.Lab) (name string, host, node netip.Prefix) {
 	return fmt.Sprintf("sllbrd-kube-%03x", n), host, node
 }
 
-func startKubeLab(t *testing.T) *kubeLab {
+// connectHost links the test's namespace to lb1 (hostLink) until the test
+// ends and returns the link's name and the test side's address.
+func connectHost(ctx context.Context, t *testing.T, l *lab.Lab) (string, netip.Prefix) {
 	t.Helper()
-	l := labSetup(t, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	link, hostAddr, lbAddr := hostLink(l)
 	if err := l.ConnectHost(ctx, lab.LBName(1), link, hostAddr, lbAddr); err != nil {
 		t.Fatal(err)
@@ -94,6 +93,15 @@ func startKubeLab(t *testing.T) *kubeLab {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
+	return link, hostAddr
+}
+
+func startKubeLab(t *testing.T) *kubeLab {
+	t.Helper()
+	l := labSetup(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	link, hostAddr := connectHost(ctx, t, l)
 	sa := kubetest.ServiceAccount(kubeNamespace, "sllbrd")
 	start := time.Now()
 	cp := kubetest.StartAt(t, hostAddr.Addr(), sa)
