@@ -88,7 +88,9 @@ func (w *secretWatch) follow(ctx context.Context, routers []*v1alpha1.GatewayRou
 
 // start runs the watch of the Secret name until follow or stop cancels it.
 func (w *secretWatch) start(ctx context.Context, name string) *watchedSecret {
-	byName := func(o *metav1.ListOptions) { o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String() }
+	byName := func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+	}
 	inf := corev1informers.NewFilteredSecretInformer(w.client, w.namespace, 0, cache.Indexers{}, byName)
 	ws := &watchedSecret{informer: inf}
 	// Keep the name, namespace and data only: no managedFields, and no
