@@ -65,6 +65,7 @@ type footprint struct {
 	binary, source string
 	mem            []lab.MemStats // samples
 	goStats        map[string]float64
+	startedBGP     bool // the log says GoBGP started
 }
 
 func (f footprint) median(get func(lab.MemStats) uint64) uint64 {
@@ -142,6 +143,9 @@ func TestIntegrationFootprint(t *testing.T) {
 		if rss := r.median(func(m lab.MemStats) uint64 { return m.RSS }); rss >= footprintLimit {
 			t.Errorf("%s: VmRSS at rest %.1f MiB, want under %d MiB", r.source, mib(rss), footprintLimit>>20)
 		}
+		if r.startedBGP != (r.source != "static") {
+			t.Errorf("%s: GoBGP started %v, want it to run only with BGP GatewayRouters", r.source, r.startedBGP)
+		}
 	}
 }
 
@@ -214,6 +218,11 @@ func measureFootprint(t *testing.T, l *lab.Lab, bin [2]string, source string, ar
 			f.goStats[g.metric] = v
 		}
 	}
+	log, err := os.ReadFile(inst.Proc.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.startedBGP = strings.Contains(string(log), "bgp speaker started")
 	return f
 }
 
