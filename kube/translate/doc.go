@@ -1,7 +1,8 @@
 // Package translate is the one place that turns Kubernetes objects into
 // sllbrd's desired state: a Snapshot of typed objects (a Gateway, L34Routes,
-// Services, EndpointSlices and GatewayRouters, as informers' listers or the
-// manifest reader return them) becomes a model.State plus a list of Problems.
+// Services, EndpointSlices, GatewayRouters and the Secrets of their BGP
+// passwords, as informers' listers or the manifest reader return them)
+// becomes a model.State plus a list of Problems.
 //
 // Promises:
 //   - Only objects in the Gateway's namespace are considered; everything else
