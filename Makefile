@@ -62,6 +62,11 @@ demo: deps ## Build, run sllbrd in a network-namespace lab with BIRD on deploy/e
 bench-e2e: deps ## Packets per second through sllbrd vs plain kernel forwarding in the lab, with CPU and RSS (root).
 	$(GO) run ./internal/harness/e2e/cmd/benche2e
 
+.PHONY: footprint
+footprint: deps ## sllbrd's memory at rest in the lab (deploy/examples; files, API server, static): VmRSS, PSS, Go runtime (root). FOOTPRINT_COMPARE=name=path,... adds binaries.
+	@assets=$$(hack/kube-assets.sh) && KUBEBUILDER_ASSETS=$$assets SLLBRD_REQUIRE_INTEGRATION=1 \
+	  SLLBRD_FOOTPRINT_COMPARE=$(FOOTPRINT_COMPARE) $(GO) test -count=1 -v -run '^TestIntegrationFootprint$$' ./cmd/sllbrd/
+
 .PHONY: fuzz
 fuzz: ## Longer fuzzing: FUZZTIME=5m make fuzz.
 	@hack/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)

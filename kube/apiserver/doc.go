@@ -10,7 +10,14 @@
 //   - Services and GatewayRouters labelled
 //     service.kubernetes.io/service-proxy-name=<gateway>;
 //   - EndpointSlices that carry the kubernetes.io/service-name label (the
-//     translator keeps those of the selected Services).
+//     translator keeps those of the selected Services);
+//   - the Secrets that GatewayRouters name in spec.bgp.passwordSecretRef,
+//     each with its own watch selecting metadata.name (so an RBAC rule with
+//     resourceNames suffices), started and stopped as routers name them.
+//
+// The informers cache trimmed objects (trim.go): no managedFields, no
+// kubectl last-applied annotation, Services without spec and status,
+// Gateways without listeners and status; Secrets keep name and data only.
 //
 // Promises:
 //   - Nothing is emitted before every informer has completed its first full

@@ -131,6 +131,8 @@ func (s *Source) Run(ctx context.Context, emit func(manifest.Update)) error {
 	}
 	defer stopEvents()
 	w.start(ctx, &wg)
+	secrets := s.newSecretWatch(changed)
+	defer secrets.stop()
 	wg.Go(func() { s.probe(ctx) })
 	wg.Go(func() { s.resume(ctx, w, changed) })
 	if !cache.WaitForCacheSync(ctx.Done(), w.hasSynced...) {
@@ -147,6 +149,7 @@ func (s *Source) Run(ctx context.Context, emit func(manifest.Update)) error {
 		if err != nil {
 			u, emitNow = pub.Apply(nil, nil, err)
 		} else {
+			snap.Secrets = secrets.follow(ctx, snap.Routers)
 			state, problems, terr := translate.Translate(snap, s.translateOpts...)
 			u, emitNow = pub.Apply(state, problems, terr)
 			reporter.report(snap, problems)

@@ -73,6 +73,9 @@ func (s *Source) newWatchers(changed chan<- struct{}) (*watchers, error) {
 			signal(changed)
 			signal(l.changed)
 		}
+		if err := l.informer.SetTransform(trimForCache); err != nil {
+			return nil, fmt.Errorf("apiserver: transform: %w", err)
+		}
 		if err := l.informer.SetWatchErrorHandler(onError); err != nil {
 			return nil, fmt.Errorf("apiserver: watch error handler: %w", err)
 		}

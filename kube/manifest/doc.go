@@ -1,7 +1,8 @@
 // Package manifest is the static-file source of sllbrd: it reads the objects
 // a cluster would hold (Gateway, L34Route, Service, EndpointSlice,
-// GatewayRouter) from a YAML/JSON file or a directory of them, translates
-// them with kube/translate and follows edits.
+// GatewayRouter, and the Secrets holding BGP passwords) from a YAML/JSON
+// file or a directory of them, translates them with kube/translate and
+// follows edits.
 //
 // Files: a path that is a file is read whatever its name; a directory
 // contributes its *.yaml, *.yml and *.json files (not recursive; names
@@ -10,8 +11,9 @@
 // documents separated by "---", and a v1 List is read item by item.
 //
 // Kinds: gateway.networking.k8s.io/v1 and v1beta1 Gateway, v1 Service,
-// discovery.k8s.io/v1 EndpointSlice, and v1alpha1 L34Route and
-// GatewayRouter. Other kinds are ignored with a debug log line. Decoding is
+// discovery.k8s.io/v1 EndpointSlice, v1alpha1 L34Route and GatewayRouter,
+// and v1 Secret (only the keys GatewayRouters reference are used; their
+// values are never logged, nor quoted in errors). Other kinds are ignored with a debug log line. Decoding is
 // strict like kubectl's default: malformed YAML, an unknown field, a missing
 // apiVersion/kind/name, or the same object defined twice is an error naming
 // the file and the document (numbered from 1).

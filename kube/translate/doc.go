@@ -1,7 +1,8 @@
 // Package translate is the one place that turns Kubernetes objects into
 // sllbrd's desired state: a Snapshot of typed objects (a Gateway, L34Routes,
-// Services, EndpointSlices and GatewayRouters, as informers' listers or the
-// manifest reader return them) becomes a model.State plus a list of Problems.
+// Services, EndpointSlices, GatewayRouters and the Secrets of their BGP
+// passwords, as informers' listers or the manifest reader return them)
+// becomes a model.State plus a list of Problems.
 //
 // Promises:
 //   - Only objects in the Gateway's namespace are considered; everything else
@@ -28,6 +29,12 @@
 // Gateway, MaxEndpoints and IsParent (parts.go) answer one question each
 // with the same rules, for the controller (kube/controller), which needs a
 // part of a translation.
+//
+// Secrets: a GatewayRouter's spec.bgp.passwordSecretRef is resolved against
+// the Snapshot's Secrets of the Gateway's namespace (data, or stringData as
+// written in a manifest file). A missing Secret or key, or a password that
+// is empty or longer than 80 bytes, is a Problem that leaves the router out;
+// no Problem quotes a password, and model.Password never prints it.
 //
 // Defaults: a Service without the max-endpoints annotation gets
 // kube.DefaultMaxEndpoints (32); accepted values are 1..kube.MaxMaxEndpoints.

@@ -23,6 +23,9 @@ type Snapshot struct {
 	Services       []*corev1.Service
 	EndpointSlices []*discoveryv1.EndpointSlice
 	Routers        []*v1alpha1.GatewayRouter
+	// Secrets hold the GatewayRouters' BGP passwords; only those that a
+	// GatewayRouter references are read.
+	Secrets []*corev1.Secret
 }
 
 // ErrNoGateway says the configuration has no Gateway of the name asked
@@ -47,7 +50,7 @@ func Translate(s Snapshot, opts ...Option) (*model.State, []Problem, error) {
 		Gateway:  gw,
 		Routes:   translateRoutes(gw, s.Routes, services, newOptions(opts), &ps),
 		Services: services.accepted,
-		Routers:  translateRouters(gw, s.Routers, &ps),
+		Routers:  translateRouters(gw, s.Routers, newSecretIndex(gw, s.Secrets), &ps),
 	}
 	return state, ps, nil
 }

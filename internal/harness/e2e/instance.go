@@ -32,6 +32,20 @@ func Build(ctx context.Context, root, dir string) (string, error) {
 	return bin, nil
 }
 
+// BuildRelease compiles cmd/sllbrd like `make build` and the image do
+// (static, -trimpath, no symbol table or DWARF) into dir/sllbrd-release:
+// the binary whose memory is measured.
+func BuildRelease(ctx context.Context, root, dir string) (string, error) {
+	bin := filepath.Join(dir, "sllbrd-release")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/sllbrd")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/sllbrd: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
 // ModuleRoot finds the directory holding go.mod, from the working directory up.
 func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()

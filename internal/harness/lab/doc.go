@@ -37,7 +37,8 @@
 // Typical use (tests): l, err := lab.New(ctx, lab.Options{Logger: t});
 // t.Cleanup(func() { l.Close() }); l.Baseline or start sllbrd in "lb1" with
 // l.Start; l.Flows to check where flows land; l.Blast to measure packet
-// rates; ReadProcStats for a process's CPU and RSS. BIRD (StartBIRD) and the
+// rates; ReadProcStats for a process's CPU and RSS, ReadMemStats for its
+// anonymous, file-backed and proportional memory. BIRD (StartBIRD) and the
 // baseline's static gateway routes are alternatives: use one or the other.
 //
 // ConnectHost links the test process's own namespace to a node with a veth
