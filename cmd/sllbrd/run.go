@@ -135,7 +135,6 @@ func (d *daemon) run(ctx context.Context) error {
 	g.Go(func() error { return d.loop.Run(gctx) })
 	g.Go(func() error { return d.source.Run(gctx) })
 	g.Go(func() error { return d.uplink.Run(gctx) })
-	g.Go(func() error { d.releaseStartupPages(gctx); return nil })
 	g.Go(func() error {
 		return metrics.NewServer(d.cfg.metricsAddress, d.registry, d.ready, metrics.WithLogger(d.log)).Run(gctx)
 	})
