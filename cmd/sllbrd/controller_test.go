@@ -46,6 +46,7 @@ func buildSllbrd(t *testing.T) string {
 		if err != nil {
 			t.Fatal(err)
 		}
+		sllbrdBinaryDir = dir
 		if sllbrdBinary, err = e2e.Build(context.Background(), root, dir); err != nil {
 			t.Fatal(err)
 		}

@@ -12,8 +12,17 @@ import (
 	"github.com/sllbrd/sllbrd/internal/harness/require"
 )
 
-// sllbrdBinary is built once per test run by labSetup.
-var sllbrdBinary string
+// sllbrdBinary is built once per test run by buildSllbrd, into
+// sllbrdBinaryDir, which TestMain removes when the run ends.
+var sllbrdBinary, sllbrdBinaryDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sllbrdBinaryDir != "" {
+		os.RemoveAll(sllbrdBinaryDir)
+	}
+	os.Exit(code)
+}
 
 var (
 	vip4 = netip.MustParseAddr("20.0.0.1")
