@@ -136,6 +136,11 @@ func (u *Uplink) countFailure(c *coupling, addr netip.Addr, now, started time.Ti
 func (u *Uplink) scheduleUp(ctx context.Context, c *coupling, addr netip.Addr, now time.Time) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	u.scheduleUpLocked(ctx, c, addr, now)
+}
+
+// scheduleUpLocked is scheduleUp with u.mu held; c has no pending bring-up.
+func (u *Uplink) scheduleUpLocked(ctx context.Context, c *coupling, addr netip.Addr, now time.Time) {
 	delay := c.damper.upDelay(now)
 	seq := c.seq
 	c.stop = u.after(delay, func() { u.bringUp(ctx, c, addr, seq) })

@@ -163,3 +163,31 @@ func TestEarlyDownIsNotDamped(t *testing.T) {
 		}
 	})
 }
+
+// TestStaticRouterTurnedBGPComesUp: a static router whose BFD session is
+// Up, changed into a BGP router with the same session, gets its BGP
+// bring-up at once (no BFD event will come for it); a router that keeps
+// BGP across an Apply gets none.
+func TestStaticRouterTurnedBGPComesUp(t *testing.T) {
+	h := newHarness(t)
+	h.bfd(staticGW, bfd.StateDown, bfd.StateUp, false)
+	h.bfd(bgpGW, bfd.StateDown, bfd.StateUp, false)
+	h.timers.fire()
+	h.sp.takeCalls()
+	turned := routers()
+	turned[1].BGP = &model.BGP{LocalASN: 8103, RemoteASN: 4248829953}
+	if err := h.u.Apply(context.Background(), turned); err != nil {
+		t.Fatal(err)
+	}
+	if d := h.timers.fire(); !slices.Equal(d, []time.Duration{0}) {
+		t.Fatalf("bring-ups after the change %v, want one at once", d)
+	}
+	h.wantCalls(t, "up "+staticGW.String())
+	if err := h.u.Apply(context.Background(), turned); err != nil {
+		t.Fatal(err)
+	}
+	if d := h.timers.fire(); len(d) != 0 {
+		t.Fatalf("bring-ups after an unchanged Apply: %v, want none", d)
+	}
+	h.wantCalls(t)
+}

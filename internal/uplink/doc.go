@@ -12,7 +12,9 @@
 //     --bgp-wait-for-bfd this is also what first starts it). Repeated
 //     failures are damped: the n-th Up within DampingWindow of the previous
 //     counted failures waits min(2^(n-2) s, MaxUpDelay) first, so a
-//     flapping link cannot flap BGP.
+//     flapping link cannot flap BGP. A router that gains BGP while its BFD
+//     session is already Up (a static router changed into a BGP one) is
+//     brought up the same way by that Apply, since no BFD event will come.
 //   - A Down within EarlyDownGrace of the session's start (the later of
 //     BFD Up and BGP established) is not counted for damping, at most once
 //     per DampingWindow: FRR's bgpd re-registers its BFD session right after

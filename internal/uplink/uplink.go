@@ -94,7 +94,10 @@ func (u *Uplink) Run(ctx context.Context) error {
 // whose BFD is switched off, loses its BFD state and pending timers. It is
 // idempotent: calling it again with the same routers retries what failed.
 func (u *Uplink) Apply(ctx context.Context, routers []model.Router) error {
+	u.act.Lock()
+	defer u.act.Unlock()
 	u.mu.Lock()
+	prev := u.routers
 	next := make(map[netip.Addr]model.Router, len(routers))
 	for _, r := range routers {
 		next[r.Address] = r
@@ -105,8 +108,29 @@ func (u *Uplink) Apply(ctx context.Context, routers []model.Router) error {
 	if err := u.speaker.Apply(ctx, routers); err != nil {
 		errs = append(errs, fmt.Errorf("bgp: %w", err))
 	}
+	u.startBGPOverUpBFD(prev)
 	u.publish()
 	return errors.Join(errs...)
+}
+
+// startBGPOverUpBFD schedules the BGP bring-up of every router that gained
+// BGP while its BFD session was already Up (a static router turned into a
+// BGP one, with the same BFD session): no BFD event will come to bring it
+// up, and a speaker that waits for the first BFD Up (bgp.WithWaitForBFD)
+// would hold the peer down until BFD flaps. The bring-up goes through the
+// damping like one after a BFD Up. u.act is held.
+func (u *Uplink) startBGPOverUpBFD(prev map[netip.Addr]model.Router) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.ctx == nil || u.closed {
+		return // not running: the BFD events after Run bring BGP up
+	}
+	for addr, c := range u.peers {
+		if u.routers[addr].BGP != nil && prev[addr].BGP == nil && c.up {
+			c.cancel()
+			u.scheduleUpLocked(u.ctx, c, addr, u.now())
+		}
+	}
 }
 
 // Announce sets the VIPs to advertise.
