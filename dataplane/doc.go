@@ -59,7 +59,10 @@
 // association reaches the same target from any of its addresses); a Service
 // with SCTPHashPorts false hashes SCTP like TCP. ICMP errors are hashed on the
 // flow they quote, reversed, so they reach the endpoint that owns the flow.
-// The hash is maglev.Hash with maglev.FlowSeed: every instance agrees.
+// The hash is flowkey.Hash: the kernel's jhash over the key laid out as
+// nftables registers, with maglev.FlowSeed, and the entry is
+// maglev.Table.Lookup32 (the kernel's reciprocal_scale), so every instance
+// agrees, and the kernel path (package fastpath) picks the same endpoint.
 //
 // # Fragments
 //
