@@ -80,12 +80,19 @@ func copyToSource(inner, src, length, csum uint32) []expr.Any {
 	}
 }
 
+// reg32 is the number of 32-bit register i (NFT_REG32_00 + i); registers
+// 0..15 hold 64 bytes of consecutive data.
+func reg32(i uint32) uint32 { return unix.NFT_REG32_00 + i }
+
 const (
-	ipv4DaddrOff = 16
-	ipv4SaddrOff = 12
-	ipv4CsumOff  = 10
-	ipv6DaddrOff = 24
-	ipv6SaddrOff = 8
+	ipv4FragOff    = 6
+	ipv4ProtoOff   = 9
+	ipv6NextHdrOff = 6
+	ipv4DaddrOff   = 16
+	ipv4SaddrOff   = 12
+	ipv4CsumOff    = 10
+	ipv6DaddrOff   = 24
+	ipv6SaddrOff   = 8
 	// ICMPv6 checksum seen from the network header of an ICMPv6 packet
 	// without extension headers (40-byte header + 2).
 	icmp6CsumFromNetOff = 42
