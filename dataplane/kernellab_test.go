@@ -69,7 +69,7 @@ const recorderTable = `table inet rec {
 }
 `
 
-func newKernelLab(t *testing.T) *kernelLab {
+func newKernelLab(t testing.TB) *kernelLab {
 	t.Helper()
 	require.Root(t)
 	require.Programs(t, "ip", "nft")
@@ -84,7 +84,7 @@ func newKernelLab(t *testing.T) *kernelLab {
 		{l.lb, "ip addr add 10.99.0.1/24 dev l0"}, {l.lb, "ip -6 addr add fd99::1/64 dev l0 nodad"},
 		{l.lb, "ip link set l0 up"}, {l.lb, "ip link set lo up"},
 		{l.lb, "ip link add net1 type veth peer name net1p"}, {l.lb, "ip link set net1 up"}, {l.lb, "ip link set net1p up"},
-		{l.lb, "ip addr add 169.111.100.1/24 dev net1"}, {l.lb, "ip -6 addr add fd00:111::1/64 dev net1 nodad"},
+		{l.lb, "ip addr add 169.111.100.1/16 dev net1"}, {l.lb, "ip -6 addr add fd00:111::1/64 dev net1 nodad"},
 	} {
 		netns.In(t, c.ns, strings.Fields(c.args)...)
 	}
@@ -135,7 +135,7 @@ func newKernelLab(t *testing.T) *kernelLab {
 }
 
 // apply programs st (with the lab's Gateway network) and fails on error.
-func (l *kernelLab) apply(t *testing.T, st *model.State) Applied {
+func (l *kernelLab) apply(t testing.TB, st *model.State) Applied {
 	t.Helper()
 	st.Gateway = model.Gateway{Namespace: "ns", Name: "gw", Networks: []model.Network{{Name: "nad", Interface: "net1"}}}
 	applied, err := l.prog.Apply(st, nil)

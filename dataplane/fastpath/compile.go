@@ -158,7 +158,9 @@ func (c *compiler) routeRule(r model.Route, fam family, proto model.Protocol, ec
 		m = append(m, c.portMatch(r, r.DestinationPorts, "dp", 2)...)
 		bytes, ok := byteMatches(r.ByteMatches, proto, c.in.MaxPayloadOffset)
 		if !ok {
-			c.out.Userspace = append(c.out.Userspace, fmt.Sprintf("route %s, %s: a byte match beyond transport offset %d", r.Name, proto, c.in.MaxPayloadOffset))
+			if why := fmt.Sprintf("route %s, %s: a byte match beyond transport offset %d", r.Name, proto, c.in.MaxPayloadOffset); !slices.Contains(c.out.Userspace, why) {
+				c.out.Userspace = append(c.out.Userspace, why)
+			}
 			return nft.Rule{Comment: fmt.Sprintf("route %s: to userspace", r.Name), Exprs: append(m, &expr.Verdict{Kind: expr.VerdictReturn})}, len(m) == 0
 		}
 		m = append(m, bytes...)
@@ -180,7 +182,7 @@ func (c *compiler) routeChain(r model.Route, fam family, proto model.Protocol, e
 	ch := nft.Chain{Name: name}
 	svc := c.services[r.Service]
 	if svc != nil && len(svc.entries(fam)) > 0 {
-		counter := routeCounterName(r.Name)
+		counter := routeCounterName(r.Name, r.Service)
 		if !c.counters[counter] {
 			c.counters[counter] = true
 			c.out.Table.Counters = append(c.out.Table.Counters, counter)
@@ -215,8 +217,14 @@ func (c *compiler) service(s *Service, fam family) {
 		return
 	}
 	m := nft.Set{Name: mapName(fam, s.Name), Kind: nft.EntryMap, Goto: make([]string, len(entries))}
+	names := map[uint16]string{}
 	for i, slot := range entries {
-		m.Goto[i] = endpointChainName(fam, s.Name, int(slot))
+		name, ok := names[slot]
+		if !ok {
+			name = endpointChainName(fam, s.Name, int(slot))
+			names[slot] = name
+		}
+		m.Goto[i] = name
 	}
 	c.out.Table.Sets = append(c.out.Table.Sets, m)
 }

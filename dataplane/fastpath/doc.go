@@ -41,7 +41,7 @@
 // "goto r4-<proto>-<route>" (for ICMP: only non-echo types return first, and
 // routes match on source CIDRs only). The route chain loads the flow key
 // (package flowkey) into consecutive registers, counts the packet in the
-// route's counter object "r-<route>", and looks
+// route's counter object "r-<route>@<service>", and looks
 // "jhash <key> mod M seed maglev.FlowSeed" up in the Service's verdict map
 // "m4-<service>" (M entries, entry -> goto the endpoint's chain). The
 // endpoint chain "e4-<service>-<id>" sets the endpoint's fwmark, counts in

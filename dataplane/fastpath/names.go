@@ -43,7 +43,7 @@ func routeChainName(fam family, p model.Protocol, route string) string {
 	return short(fmt.Sprintf("r%d-%s-%s", fam, protoName(p), route))
 }
 
-func routeCounterName(route string) string { return short("r-" + route) }
+func routeCounterName(route, service string) string { return short("r-" + route + "@" + service) }
 
 func mapName(fam family, service string) string { return fmt.Sprintf("m%d-%s", fam, service) }
 

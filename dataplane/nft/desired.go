@@ -19,11 +19,22 @@ type desired struct {
 	counters []string
 }
 
-// setSpec is a set and its elements.
+// setSpec is a set and its elements: given (base sets), or made from the
+// fast path's description src when first needed (an entry map has many).
 type setSpec struct {
 	set   *nftables.Set
+	src   *Set
 	elems []nftables.SetElement
+	built bool
 	base  bool // part of the layout: its type never changes in place
+}
+
+// elements returns the set's elements.
+func (s *setSpec) elements() []nftables.SetElement {
+	if s.src != nil && !s.built {
+		s.elems, s.built = s.src.elements(), true
+	}
+	return s.elems
 }
 
 // chainWant is a chain and its rules, each identified by its comment.
@@ -59,8 +70,7 @@ func buildDesired(l *layout) *desired {
 	d4.base, d6.base = true, true
 	d.sets = append(d.sets, d4, d6)
 	for i := range f.Sets {
-		set, elems := f.Sets[i].nftSet(l.table)
-		d.sets = append(d.sets, &setSpec{set: set, elems: elems})
+		d.sets = append(d.sets, &setSpec{set: f.Sets[i].nftSet(l.table), src: &f.Sets[i]})
 	}
 	for _, c := range f.Chains {
 		cw := &chainWant{chain: &nftables.Chain{Name: c.Name, Table: l.table}}
@@ -119,7 +129,7 @@ func (d *desired) addAll(c Conn) error {
 		c.AddChain(cw.chain)
 	}
 	for _, s := range d.sets {
-		if err := c.AddSet(s.set, s.elems); err != nil {
+		if err := c.AddSet(s.set, s.elements()); err != nil {
 			return fmt.Errorf("add set %s: %w", s.set.Name, err)
 		}
 	}

@@ -72,7 +72,7 @@ func queueChanges(c Conn, want *desired, current *tableState) (int, error) {
 	for _, s := range want.sets {
 		got, ok := current.sets[s.set.Name]
 		if !ok {
-			if err := c.AddSet(s.set, s.elems); err != nil {
+			if err := c.AddSet(s.set, s.elements()); err != nil {
 				return ops, err
 			}
 			ops++
@@ -101,13 +101,21 @@ func queueChanges(c Conn, want *desired, current *tableState) (int, error) {
 
 // queueElements queues the element changes of one existing set.
 func queueElements(c Conn, s *setSpec, got *setState) (int, error) {
-	add, del := elementsDiff(got.elems, s.elems)
+	if s.src != nil && got.src != nil {
+		if s.src.sameContent(got.src) {
+			return 0, nil // as committed
+		}
+		if s.src.Kind == EntryMap && got.src.Kind == EntryMap && len(s.src.Goto) == len(got.src.Goto) {
+			return queueEntries(c, s, got.src)
+		}
+	}
+	add, del := elementsDiff(got.elements(), s.elements())
 	if len(add) == 0 && len(del) == 0 {
 		return 0, nil
 	}
 	if s.set.Interval {
 		c.FlushSet(s.set)
-		return 1, c.SetAddElements(s.set, s.elems)
+		return 1, c.SetAddElements(s.set, s.elements())
 	}
 	if len(del) > 0 {
 		keys := make([]nftables.SetElement, len(del))
@@ -124,6 +132,26 @@ func queueElements(c Conn, s *setSpec, got *setState) (int, error) {
 		}
 	}
 	return len(add) + len(del), nil
+}
+
+// queueEntries replaces the entries of an entry map that lead elsewhere
+// than in the map we committed (same size): each is deleted and added
+// again, in the same transaction.
+func queueEntries(c Conn, s *setSpec, committed *Set) (int, error) {
+	var del, add []nftables.SetElement
+	for i, chain := range s.src.Goto {
+		if committed.Goto[i] != chain {
+			del = append(del, nftables.SetElement{Key: entryKey(i)})
+			add = append(add, s.src.entry(i))
+		}
+	}
+	if len(add) == 0 {
+		return 0, nil
+	}
+	if err := c.SetDeleteElements(s.set, del); err != nil {
+		return 0, err
+	}
+	return 2 * len(add), c.SetAddElements(s.set, add)
 }
 
 // queueDeletions queues the deletion of what current has and want lacks.

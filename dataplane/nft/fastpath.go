@@ -140,27 +140,48 @@ func isBaseChain(name string) bool {
 	return name == ChainPrerouting || name == ChainOutput || name == ChainPMTU
 }
 
-// nftSet returns the kernel set for s and its elements.
-func (s *Set) nftSet(t *nftables.Table) (*nftables.Set, []nftables.SetElement) {
+// nftSet returns the kernel set for s.
+func (s *Set) nftSet(t *nftables.Table) *nftables.Set {
 	set := &nftables.Set{Table: t, Name: s.Name}
 	switch s.Kind {
-	case PrefixSet4, PrefixSet6:
+	case PrefixSet4:
 		set.KeyType, set.Interval = nftables.TypeIPAddr, true
-		if s.Kind == PrefixSet6 {
-			set.KeyType = nftables.TypeIP6Addr
-		}
-		return set, prefixElements(s.Prefixes)
+	case PrefixSet6:
+		set.KeyType, set.Interval = nftables.TypeIP6Addr, true
 	case PortSet:
 		set.KeyType, set.Interval = nftables.TypeInetService, true
-		return set, portElements(s.Ports)
+	default:
+		set.KeyType, set.IsMap, set.DataType = nftables.TypeInteger, true, nftables.TypeVerdict
 	}
-	set.KeyType, set.IsMap, set.DataType = nftables.TypeInteger, true, nftables.TypeVerdict
+	return set
+}
+
+// elements returns the elements of s.
+func (s *Set) elements() []nftables.SetElement {
+	switch s.Kind {
+	case PrefixSet4, PrefixSet6:
+		return prefixElements(s.Prefixes)
+	case PortSet:
+		return portElements(s.Ports)
+	}
 	elems := make([]nftables.SetElement, len(s.Goto))
-	for i, c := range s.Goto {
-		elems[i] = nftables.SetElement{Key: binary.NativeEndian.AppendUint32(nil, uint32(i)),
-			VerdictData: &expr.Verdict{Kind: expr.VerdictGoto, Chain: c}}
+	for i := range s.Goto {
+		elems[i] = s.entry(i)
 	}
-	return set, elems
+	return elems
+}
+
+// entry is element i of an entry map.
+func (s *Set) entry(i int) nftables.SetElement {
+	return nftables.SetElement{Key: entryKey(i), VerdictData: &expr.Verdict{Kind: expr.VerdictGoto, Chain: s.Goto[i]}}
+}
+
+// entryKey is entry number i as the hash expression writes it.
+func entryKey(i int) []byte { return binary.NativeEndian.AppendUint32(nil, uint32(i)) }
+
+// sameContent reports whether s and o hold the same elements.
+func (s *Set) sameContent(o *Set) bool {
+	return s.Kind == o.Kind && slices.Equal(s.Prefixes, o.Prefixes) && slices.Equal(s.Ports, o.Ports) && slices.Equal(s.Goto, o.Goto)
 }
 
 // prefixElements encodes prefixes as intervals [first, last+1) after

@@ -38,9 +38,9 @@ func tryKernelPath(c Conn, offset uint32) error {
 	target := c.AddChain(&nftables.Chain{Name: "target", Table: t})
 	ch := c.AddChain(&nftables.Chain{Name: "probe", Table: t, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityRaw})
-	s := (&Set{Name: "probe", Kind: EntryMap, Goto: []string{target.Name, target.Name}})
-	set, elems := s.nftSet(t)
-	if err := c.AddSet(set, elems); err != nil {
+	s := &Set{Name: "probe", Kind: EntryMap, Goto: []string{target.Name, target.Name}}
+	set := s.nftSet(t)
+	if err := c.AddSet(set, s.elements()); err != nil {
 		return err
 	}
 	c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: []expr.Any{

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/google/nftables"
@@ -23,8 +22,20 @@ type tableState struct {
 }
 
 type setState struct {
-	set   *nftables.Set
+	set *nftables.Set
+	// src is the fast path's description of what we committed (nil for a
+	// set read from the kernel, and for base sets); elems is then made
+	// from it when needed.
+	src   *Set
 	elems map[string]string // element identity (key, flags) -> data
+}
+
+// elements returns the set's elements by identity.
+func (s *setState) elements() map[string]string {
+	if s.elems == nil && s.src != nil {
+		s.elems = elementMap(s.src.elements())
+	}
+	return s.elems
 }
 
 type chainState struct {
@@ -36,7 +47,11 @@ type chainState struct {
 func (d *desired) state() *tableState {
 	st := &tableState{sets: map[string]*setState{}, chains: map[string]*chainState{}, counters: map[string]bool{}}
 	for _, s := range d.sets {
-		st.sets[s.set.Name] = &setState{set: s.set, elems: elementMap(s.elems)}
+		if s.src != nil {
+			st.sets[s.set.Name] = &setState{set: s.set, src: s.src}
+		} else {
+			st.sets[s.set.Name] = &setState{set: s.set, elems: elementMap(s.elements())}
+		}
 	}
 	for _, cw := range d.chains {
 		cs := &chainState{chain: cw.chain}
@@ -189,11 +204,12 @@ func elementsDiff(got map[string]string, want []nftables.SetElement) (add []nfta
 			}
 		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(got)) {
+	for id := range got {
 		if !wanted[id] {
 			del = append(del, id)
 		}
 	}
+	slices.Sort(del)
 	return add, del
 }
 

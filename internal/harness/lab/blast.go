@@ -294,6 +294,14 @@ func (l *Lab) installBlastCounter(ctx context.Context, node string) error {
 }
 
 // blastCounters reads every target's blast counter.
+// BlastReceived returns, per target, how many blast packets it has counted
+// since the lab started: the sum of two differences tells what several
+// concurrent blasts delivered together (each BlastResult counts the others'
+// packets that arrived during it too).
+func (l *Lab) BlastReceived(ctx context.Context) (map[string]uint64, error) {
+	return l.blastCounters(ctx)
+}
+
 func (l *Lab) blastCounters(ctx context.Context) (map[string]uint64, error) {
 	out := map[string]uint64{}
 	for _, t := range l.Targets() {

@@ -1,0 +1,65 @@
+package dataplane
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/sllbrd/sllbrd/dataplane/nft"
+	"github.com/sllbrd/sllbrd/model"
+)
+
+// kernelStatsFixture is an engine with one route and one endpoint, a
+// Programmer whose kernel path programmed them, and a fake counter reader.
+func kernelStatsFixture(t *testing.T) (*KernelStats, *map[string]nft.Count, *error) {
+	t.Helper()
+	p, _, _ := programmer()
+	p.kernel = &kernelPath{maxPayloadOffset: 255}
+	st := withNetwork(&model.State{Generation: 1,
+		Services: []model.Service{{Name: "svc", MaxEndpoints: 2, Endpoints: []model.Endpoint{{ID: 0, Ready: true, Addr: netip.MustParseAddr("169.111.100.11")}}}},
+		Routes: []model.Route{{Name: "ns/r", Service: "svc", Priority: 1, Destinations: []netip.Prefix{netip.MustParsePrefix("20.0.0.1/32")},
+			Protocols: []model.Protocol{model.ProtoUDP}}}})
+	if _, err := p.Apply(st, nil); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]nft.Count{}
+	var readErr error
+	ks := NewKernelStats(p.engine, p, func() (map[string]nft.Count, error) { return counts, readErr })
+	return ks, &counts, &readErr
+}
+
+func TestKernelStatsAddTheKernelsCounts(t *testing.T) {
+	ks, counts, readErr := kernelStatsFixture(t)
+	prog := ks.prog.kernelProgram()
+	var routeObj, epObj string
+	for name := range prog.RouteCounters {
+		routeObj = name
+	}
+	for name := range prog.EndpointCounters {
+		epObj = name
+	}
+	read := func() (route, ep Count, balanced uint64) {
+		ks.readAt = time.Time{} // no caching between the steps
+		ks.EachRoute(func(_, _ string, c Count) { route = c })
+		ks.EachEndpoint(func(_ string, _ int, _ string, c Count) { ep = c })
+		balanced, _ = ks.ReasonCount(ReasonBalanced)
+		return route, ep, balanced
+	}
+	(*counts)[routeObj], (*counts)[epObj] = nft.Count{Packets: 5, Bytes: 500}, nft.Count{Packets: 5, Bytes: 500}
+	if r, e, b := read(); r.Packets != 5 || e.Packets != 5 || b != 5 {
+		t.Fatalf("route %+v, endpoint %+v, balanced %d; want 5 packets each", r, e, b)
+	}
+	// The objects were created again (their route left and came back):
+	// the counts go on from where they were.
+	(*counts)[routeObj], (*counts)[epObj] = nft.Count{Packets: 2, Bytes: 200}, nft.Count{Packets: 2, Bytes: 200}
+	if r, e, b := read(); r.Packets != 7 || e.Packets != 7 || b != 7 || r.Bytes != 700 {
+		t.Fatalf("after a new counter object: route %+v, endpoint %+v, balanced %d; want 7 packets", r, e, b)
+	}
+	// A failed read keeps the last counts and is counted.
+	*readErr = errors.New("boom")
+	(*counts)[routeObj] = nft.Count{Packets: 100}
+	if r, _, _ := read(); r.Packets != 7 || ks.ReadFailures() != 1 {
+		t.Fatalf("after a failed read: route %+v, %d failures; want 7 packets, 1 failure", r, ks.ReadFailures())
+	}
+}
