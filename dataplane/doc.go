@@ -50,6 +50,15 @@
 //     it). After a restart, routes left by the previous run are deleted by
 //     the first Apply, once its own routes are added and its plan committed.
 //   - Before the first Commit every packet is dropped (ReasonNotConfigured).
+//   - With WithKernelPath, Apply also programs the kernel path (package
+//     fastpath compiles the plan being committed: same routes, tables,
+//     marks and flow hash) in the same nftables transaction as the VIP
+//     sets; when that fails, stale routes are not pruned nor their marks
+//     released. Adopt, before the first Apply, gives every endpoint slot the
+//     mark the kernel path left by a previous run uses (adopted marks start
+//     held: kept by a slot that is configured, released otherwise), so a
+//     restart changes nothing that still holds. KernelStats adds the kernel
+//     path's counter objects to the route, endpoint and balanced counters.
 //
 // # Flow keys
 //

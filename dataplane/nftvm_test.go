@@ -18,10 +18,8 @@ import (
 // way nf_tables does, for the expressions the compiler emits: a test model
 // of the kernel (TestIntegrationKernelPathAgreesWithUserspace checks the
 // real one), so that random configurations can be checked by the thousand.
-// It models what prerouting does in the kernel path (package nft): IPv4
-// fragments and IPv6 packets with extension headers are queued, the
-// dispatch maps jump to the chain of (destination, protocol), and what
-// comes back is queued.
+// It models what prerouting does in the kernel path (package nft): the
+// dispatch maps jump to the VIP's chain, and what comes back is queued.
 type nftVM struct {
 	fp       *nft.FastPath
 	chains   map[string][]nft.Rule
@@ -59,7 +57,7 @@ func (vm *nftVM) run(b []byte) (mark uint32, decided bool, err error) {
 		dst = netip.AddrFrom16([16]byte(p.b[24:40]))
 	}
 	for _, d := range vm.fp.Dispatch {
-		if d.VIP == dst && d.Proto == p.proto {
+		if d.VIP == dst {
 			var regs vmRegs
 			v, err := vm.chain(d.Chain, p, &regs, 0)
 			if err != nil || v != verdictAccept {
@@ -71,15 +69,18 @@ func (vm *nftVM) run(b []byte) (mark uint32, decided bool, err error) {
 	return 0, false, nil
 }
 
-// vmParse finds the transport header as nf_tables does for the packets the
-// kernel path dispatches: IPv4 unfragmented, IPv6 without extension header.
+// vmParse finds the transport header as nf_tables does, for what the
+// kernel path's rules read of it: IPv4 at IHL (fragments included: the
+// rules leave them alone before reading it), IPv6 right after the fixed
+// header (the rules leave packets with extension headers alone before
+// reading it).
 func vmParse(b []byte) (vmPacket, bool) {
 	if len(b) < 20 {
 		return vmPacket{}, false
 	}
 	if b[0]>>4 == 4 {
 		ihl, total := int(b[0]&0xf)*4, int(binary.BigEndian.Uint16(b[2:4]))
-		if ihl < 20 || total < ihl || total > len(b) || binary.BigEndian.Uint16(b[6:8])&0x3fff != 0 {
+		if ihl < 20 || total < ihl || total > len(b) {
 			return vmPacket{}, false
 		}
 		return vmPacket{b: b[:total], thoff: ihl, proto: b[9]}, true
@@ -91,11 +92,7 @@ func vmParse(b []byte) (vmPacket, bool) {
 	if total > len(b) {
 		return vmPacket{}, false
 	}
-	switch b[6] {
-	case unix.IPPROTO_TCP, unix.IPPROTO_UDP, unix.IPPROTO_SCTP, unix.IPPROTO_ICMPV6:
-		return vmPacket{b: b[:total], thoff: 40, proto: b[6]}, true
-	}
-	return vmPacket{}, false
+	return vmPacket{b: b[:total], thoff: 40, proto: b[6]}, true
 }
 
 type vmVerdict int

@@ -10,7 +10,8 @@ import (
 // A Service with up to 4 endpoints, slots 1 and 3 ready. The table is built
 // off the hot path and published with an atomic pointer; the packet path
 // loads the pointer, hashes the flow key (here an IPv4 5-tuple laid out as
-// nftables registers: every field padded to 4 bytes) and looks the slot up.
+// nftables registers: addresses, ports, protocol padded to 4 bytes) and
+// looks the slot up.
 func Example() {
 	params, err := maglev.NewParams(4)
 	if err != nil {
@@ -24,7 +25,7 @@ func Example() {
 	}
 	current.Store(table)
 
-	flowKey := []byte{10, 0, 0, 1, 192, 0, 2, 1, 0x30, 0x39, 0, 0, 0, 80, 0, 0, 6, 0, 0, 0}
+	flowKey := []byte{10, 0, 0, 1, 192, 0, 2, 1, 0x30, 0x39, 0, 80, 6, 0, 0, 0}
 	slot, ok := current.Load().Lookup32(maglev.JHash(flowKey, maglev.FlowSeed))
 	fmt.Println(slot == 1 || slot == 3, ok, table.Size(), table.Entries(0))
 	// Output: true true 16381 0

@@ -64,8 +64,18 @@ func Compile(in Input) *Program {
 			c.service(&s, fam)
 		}
 	}
-	for _, k := range c.dispatchKeys() {
+	keys := c.dispatchKeys()
+	for _, k := range keys {
 		c.dispatch(k)
+	}
+	for i := 0; i < len(keys); {
+		j := i
+		var protos []model.Protocol
+		for ; j < len(keys) && keys[j].vip == keys[i].vip; j++ {
+			protos = append(protos, keys[j].proto)
+		}
+		c.vip(keys[i].vip, protos)
+		i = j
 	}
 	return c.out
 }
@@ -100,9 +110,22 @@ func (c *compiler) dispatchKeys() []dispatchKey {
 		if c := a.vip.Compare(b.vip); c != 0 {
 			return c
 		}
-		return int(a.proto) - int(b.proto)
+		return protoRank(a.proto) - protoRank(b.proto)
 	})
 	return keys
+}
+
+// protoRank orders a VIP's protocol rules: the common ones first.
+func protoRank(p model.Protocol) int {
+	switch p {
+	case model.ProtoTCP:
+		return 0
+	case model.ProtoUDP:
+		return 1
+	case model.ProtoSCTP:
+		return 2
+	}
+	return 3
 }
 
 func icmpOf(fam family) model.Protocol {
@@ -136,7 +159,22 @@ func (c *compiler) dispatch(k dispatchKey) {
 		}
 	}
 	c.out.Table.Chains = append(c.out.Table.Chains, ch)
-	c.out.Table.Dispatch = append(c.out.Table.Dispatch, nft.Dispatch{VIP: k.vip, Proto: uint8(k.proto), Chain: ch.Name})
+}
+
+// vip emits the chain a VIP's packets jump to: one rule per protocol of
+// its routes, going to the chain of (VIP, protocol). An IPv4 packet matches
+// only when it is not a fragment (neither offset nor more-fragments set),
+// an IPv6 packet only when its fixed header's next header is the protocol
+// (no extension header).
+func (c *compiler) vip(vip netip.Addr, protos []model.Protocol) {
+	fam := familyOf(vip)
+	ch := nft.Chain{Name: vipChainName(fam, vip)}
+	for _, p := range protos {
+		ch.Rules = append(ch.Rules, nft.Rule{Comment: protoName(p), Exprs: append(isProtocol(fam, p),
+			&expr.Verdict{Kind: expr.VerdictGoto, Chain: dispatchChainName(fam, vip, p)})})
+	}
+	c.out.Table.Chains = append(c.out.Table.Chains, ch)
+	c.out.Table.Dispatch = append(c.out.Table.Dispatch, nft.Dispatch{VIP: vip, Chain: ch.Name})
 }
 
 // anySources reports whether a route of k's VIP restricts sources.
@@ -154,8 +192,8 @@ func (c *compiler) routeRule(r model.Route, fam family, proto model.Protocol, ec
 	var m []expr.Any
 	m = append(m, c.sourceMatch(r, fam)...)
 	if !echo {
-		m = append(m, c.portMatch(r, r.SourcePorts, "sp", 0)...)
-		m = append(m, c.portMatch(r, r.DestinationPorts, "dp", 2)...)
+		m = append(m, c.portMatch(r, r.SourcePorts, "sp", sportOff)...)
+		m = append(m, c.portMatch(r, r.DestinationPorts, "dp", dportOff)...)
 		bytes, ok := byteMatches(r.ByteMatches, proto, c.in.MaxPayloadOffset)
 		if !ok {
 			if why := fmt.Sprintf("route %s, %s: a byte match beyond transport offset %d", r.Name, proto, c.in.MaxPayloadOffset); !slices.Contains(c.out.Userspace, why) {
@@ -190,7 +228,7 @@ func (c *compiler) routeChain(r model.Route, fam family, proto model.Protocol, e
 		}
 		ch.Rules = append(ch.Rules, nft.Rule{
 			Comment: fmt.Sprintf("route %s: jhash to service %s", r.Name, svc.Name),
-			Exprs:   balance(fam, proto, echo, svc, counter, mapName(fam, svc.Name)),
+			Exprs:   balance(fam, proto, echo, svc, counter, mapName(fam, svc.Name, len(svc.entries(fam)))),
 		})
 	}
 	c.out.Table.Chains = append(c.out.Table.Chains, ch)
@@ -216,7 +254,7 @@ func (c *compiler) service(s *Service, fam family) {
 	if len(entries) == 0 {
 		return
 	}
-	m := nft.Set{Name: mapName(fam, s.Name), Kind: nft.EntryMap, Goto: make([]string, len(entries))}
+	m := nft.Set{Name: mapName(fam, s.Name, len(entries)), Kind: nft.EntryMap, Goto: make([]string, len(entries))}
 	names := map[uint16]string{}
 	for i, slot := range entries {
 		name, ok := names[slot]

@@ -75,12 +75,15 @@ func TestCompileDispatchesEveryVIPAndProtocolInPrecedenceOrder(t *testing.T) {
 	p := Compile(in)
 	var keys []string
 	for _, d := range p.Table.Dispatch {
-		keys = append(keys, fmt.Sprintf("%v/%d -> %s", d.VIP, d.Proto, d.Chain))
+		keys = append(keys, fmt.Sprintf("%v -> %s", d.VIP, d.Chain))
+		for _, r := range chainOf(t, p, d.Chain).Rules {
+			keys = append(keys, "  "+r.Comment+" "+lastVerdict(r))
+		}
 	}
-	want := []string{"20.0.0.1/1 -> d4-20.0.0.1-echo", "20.0.0.1/6 -> d4-20.0.0.1-tcp", "20.0.0.1/17 -> d4-20.0.0.1-udp",
-		"2000::1/6 -> d6-2000::1-tcp", "2000::1/17 -> d6-2000::1-udp", "2000::1/58 -> d6-2000::1-echo"}
+	want := []string{"20.0.0.1 -> v4-20.0.0.1", "  tcp goto d4-20.0.0.1-tcp", "  udp goto d4-20.0.0.1-udp", "  echo goto d4-20.0.0.1-echo",
+		"2000::1 -> v6-2000::1", "  tcp goto d6-2000::1-tcp", "  udp goto d6-2000::1-udp", "  echo goto d6-2000::1-echo"}
 	if !slices.Equal(keys, want) {
-		t.Errorf("dispatch %v\nwant     %v", keys, want)
+		t.Errorf("dispatch %q\nwant     %q", keys, want)
 	}
 	udp := chainOf(t, p, "d4-20.0.0.1-udp")
 	var got []string
@@ -95,12 +98,12 @@ func TestCompileDispatchesEveryVIPAndProtocolInPrecedenceOrder(t *testing.T) {
 	if len(echo.Rules) != 2 || lastVerdict(echo.Rules[0]) != "return" || lastVerdict(echo.Rules[1]) != "goto r6-echo-ns/hi" {
 		t.Errorf("echo chain: %v", echo.Rules)
 	}
-	if r := chainOf(t, p, "r4-udp-ns/hi"); len(r.Rules) != 1 || lastVerdict(r.Rules[0]) != "map m4-svc" {
+	if r := chainOf(t, p, "r4-udp-ns/hi"); len(r.Rules) != 1 || lastVerdict(r.Rules[0]) != "map m4-svc-3" {
 		t.Errorf("route chain %+v", r)
 	}
-	m := p.Table.Sets[slices.IndexFunc(p.Table.Sets, func(s nft.Set) bool { return s.Name == "m6-svc" })]
+	m := p.Table.Sets[slices.IndexFunc(p.Table.Sets, func(s nft.Set) bool { return s.Name == "m6-svc-3" })]
 	if !slices.Equal(m.Goto, []string{"e6-svc-1", "e6-svc-0", "e6-svc-0"}) {
-		t.Errorf("map m6-svc = %v", m.Goto)
+		t.Errorf("map m6-svc-3 = %v", m.Goto)
 	}
 	if e := chainOf(t, p, "e4-svc-1"); !strings.HasPrefix(e.Rules[0].Comment, "endpoint svc 1 mark 0x10001 169.111.100.11") {
 		t.Errorf("endpoint chain comment %q", e.Rules[0].Comment)

@@ -16,9 +16,8 @@
 //     keeps the first fragment's decision for the later ones;
 //   - ICMP and ICMPv6 other than echo (errors are balanced on the flow they
 //     quote; other types are dropped there);
-//   - packets of other protocols, and packets of a (VIP, protocol) that no
-//     route matches, and packets no route matches (dropped and counted as
-//     no_route there);
+//   - packets of other protocols, and packets no route matches (dropped
+//     and counted as no_route there);
 //   - packets whose route's Service has no ready endpoint of the packet's
 //     family, or does not exist (dropped and counted as no_endpoint);
 //   - packets the rules cannot read: a TCP, UDP or SCTP header shorter than
@@ -33,9 +32,11 @@
 //
 // # The rules (table inet sllbrd)
 //
-// The prerouting chain (package nft) looks (destination, protocol) up in the
-// maps dispatch4/dispatch6 and jumps to the chain of that VIP and protocol,
-// "d4-<vip>-<proto>" (d6- for IPv6). That chain lists, in precedence order,
+// The prerouting chain (package nft) looks the destination up in the maps
+// dispatch4/dispatch6 and jumps to the VIP's chain "v4-<vip>" (v6- for
+// IPv6): one rule per protocol of its routes, matching IPv4 packets without
+// fragment bits and IPv6 packets whose fixed header's next header is the
+// protocol, "goto d4-<vip>-<proto>". That chain lists, in precedence order,
 // one rule per route with that destination and protocol: its source CIDRs,
 // source and destination ports and byte matches of that protocol, then
 // "goto r4-<proto>-<route>" (for ICMP: only non-echo types return first, and
@@ -43,7 +44,8 @@
 // (package flowkey) into consecutive registers, counts the packet in the
 // route's counter object "r-<route>@<service>", and looks
 // "jhash <key> mod M seed maglev.FlowSeed" up in the Service's verdict map
-// "m4-<service>" (M entries, entry -> goto the endpoint's chain). The
+// "m4-<service>-<M>" (M entries, entry -> goto the endpoint's chain; sized,
+// so the kernel picks its fixed hash table for 4-byte keys). The
 // endpoint chain "e4-<service>-<id>" sets the endpoint's fwmark, counts in
 // "e-<service>-<id>-<address>" and accepts; policy routing does the rest. A
 // chain that gives no verdict returns to prerouting, whose next rule queues

@@ -21,15 +21,17 @@ func reg32(i int) uint32 { return unix.NFT_REG32_00 + uint32(i) }
 
 // Header offsets.
 const (
-	ipv4SaddrOff = 12
-	ipv4DaddrOff = 16
-	ipv6SaddrOff = 8
-	ipv6DaddrOff = 24
-	sportOff     = 0
-	dportOff     = 2
-	echoIDOff    = 4 // ICMP and ICMPv6 echo identifier
-	echoSeqOff   = 6 // its sequence number: the last 2 of the 8 bytes userspace needs
-	objCounter   = unix.NFT_OBJECT_COUNTER
+	ipv4FragOff    = 6 // fragment field, then TTL and protocol
+	ipv6NextHdrOff = 6
+	ipv4SaddrOff   = 12
+	ipv4DaddrOff   = 16
+	ipv6SaddrOff   = 8
+	ipv6DaddrOff   = 24
+	sportOff       = 0
+	dportOff       = 2
+	echoIDOff      = 4 // ICMP and ICMPv6 echo identifier
+	echoSeqOff     = 6 // its sequence number: the last 2 of the 8 bytes userspace needs
+	objCounter     = unix.NFT_OBJECT_COUNTER
 )
 
 func load(base expr.PayloadBase, off, n uint32, reg uint32) *expr.Payload {
@@ -131,6 +133,24 @@ func bigEndian(v uint32, size uint32) []byte {
 	return b[4-size:]
 }
 
+// isProtocol matches packets of protocol p that the kernel path may decide:
+// IPv4 without fragment bits (the 4 bytes at offset 6: fragment field,
+// TTL, protocol, masked to offset, MF and protocol), IPv6 whose fixed
+// header's next header is p.
+func isProtocol(fam family, p model.Protocol) []expr.Any {
+	if fam == v4 {
+		return []expr.Any{
+			load(expr.PayloadBaseNetworkHeader, ipv4FragOff, 4, matchReg),
+			&expr.Bitwise{SourceRegister: matchReg, DestRegister: matchReg, Len: 4, Mask: []byte{0x3f, 0xff, 0, 0xff}, Xor: make([]byte, 4)},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: matchReg, Data: []byte{0, 0, 0, byte(p)}},
+		}
+	}
+	return []expr.Any{
+		load(expr.PayloadBaseNetworkHeader, ipv6NextHdrOff, 1, matchReg),
+		&expr.Cmp{Op: expr.CmpOpEq, Register: matchReg, Data: []byte{byte(p)}},
+	}
+}
+
 // notEcho returns when the ICMP type is not echo request or reply: ICMP 0
 // and 8 are the types t with t & 0xf7 == 0, ICMPv6 128 and 129 those with
 // t & 0xfe == 0x80.
@@ -159,54 +179,52 @@ func mappedSource() []expr.Any {
 }
 
 // balance loads the flow key of a packet of proto (flowkey's layout: each
-// field in its own 32-bit registers), counts the packet in counter, and
-// goes to the endpoint chain that "jhash key mod M seed FlowSeed" selects
-// in the Service's map. An echo's identifier is both ports; it is checked
-// to be 8 bytes long, as userspace requires.
+// field in its own 32-bit registers; the two addresses, adjacent in the
+// header, in one load), counts the packet in counter, and goes to the
+// endpoint chain that "jhash key mod M seed FlowSeed" selects in the
+// Service's map. An echo's identifier is both ports; it is checked to be 8
+// bytes long, as userspace requires.
 func balance(fam family, proto model.Protocol, echo bool, svc *Service, counter, mapName string) []expr.Any {
 	var out []expr.Any
 	if echo {
 		out = append(out, load(expr.PayloadBaseTransportHeader, echoSeqOff, 2, reg32(0)))
 	}
-	portsOnly := !echo && flowkey.PortsOnly(proto, svc.SCTPPortsOnly)
+	fields := flowkey.Fields(proto, svc.SCTPPortsOnly)
 	reg := 0
-	for _, f := range flowkey.Fields(portsOnly) {
-		var e expr.Any
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		size := f.Padded(uint8(fam))
 		switch f {
 		case flowkey.Source:
-			e = addrLoad(fam, ipv4SaddrOff, ipv6SaddrOff, reg32(reg))
+			if i+1 < len(fields) && fields[i+1] == flowkey.Destination {
+				i++
+				size *= 2
+			}
+			out = append(out, load(expr.PayloadBaseNetworkHeader, addrOffset(fam, ipv4SaddrOff, ipv6SaddrOff), uint32(size), reg32(reg)))
 		case flowkey.Destination:
-			e = addrLoad(fam, ipv4DaddrOff, ipv6DaddrOff, reg32(reg))
-		case flowkey.SourcePort:
-			e = load(expr.PayloadBaseTransportHeader, portOffset(echo, sportOff), 2, reg32(reg))
-		case flowkey.DestinationPort:
-			e = load(expr.PayloadBaseTransportHeader, portOffset(echo, dportOff), 2, reg32(reg))
+			out = append(out, load(expr.PayloadBaseNetworkHeader, addrOffset(fam, ipv4DaddrOff, ipv6DaddrOff), uint32(size), reg32(reg)))
+		case flowkey.Ports:
+			out = append(out, load(expr.PayloadBaseTransportHeader, sportOff, 4, reg32(reg)))
+		case flowkey.EchoID:
+			out = append(out, load(expr.PayloadBaseTransportHeader, echoIDOff, 2, reg32(reg)))
 		case flowkey.Protocol:
-			e = &expr.Immediate{Register: reg32(reg), Data: []byte{byte(proto), 0, 0, 0}}
+			out = append(out, &expr.Immediate{Register: reg32(reg), Data: []byte{byte(proto), 0, 0, 0}})
 		}
-		out = append(out, e)
-		reg += f.Padded(uint8(fam)) / flowkey.RegisterSize
+		reg += size / flowkey.RegisterSize
 	}
 	entries := uint32(len(svc.entries(fam)))
 	return append(out,
 		&expr.Objref{Type: objCounter, Name: counter},
-		&expr.Hash{SourceRegister: reg32(0), DestRegister: reg32(0), Length: uint32(flowkey.Len(uint8(fam), portsOnly)),
+		&expr.Hash{SourceRegister: reg32(0), DestRegister: reg32(0), Length: uint32(flowkey.Len(uint8(fam), proto, svc.SCTPPortsOnly)),
 			Modulus: entries, Seed: maglev.FlowSeed, Type: expr.HashTypeJenkins},
 		&expr.Lookup{SourceRegister: reg32(0), SetName: mapName, IsDestRegSet: true, DestRegister: 0})
 }
 
-func addrLoad(fam family, off4, off6 uint32, reg uint32) *expr.Payload {
+func addrOffset(fam family, off4, off6 uint32) uint32 {
 	if fam == v4 {
-		return load(expr.PayloadBaseNetworkHeader, off4, 4, reg)
+		return off4
 	}
-	return load(expr.PayloadBaseNetworkHeader, off6, 16, reg)
-}
-
-func portOffset(echo bool, off uint32) uint32 {
-	if echo {
-		return echoIDOff
-	}
-	return off
+	return off6
 }
 
 // markAndCount sets the fwmark, counts in counter and accepts.

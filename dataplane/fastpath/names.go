@@ -35,6 +35,8 @@ func protoName(p model.Protocol) string {
 	return fmt.Sprint(uint8(p))
 }
 
+func vipChainName(fam family, vip netip.Addr) string { return fmt.Sprintf("v%d-%s", fam, vip) }
+
 func dispatchChainName(fam family, vip netip.Addr, p model.Protocol) string {
 	return fmt.Sprintf("d%d-%s-%s", fam, vip, protoName(p))
 }
@@ -45,7 +47,11 @@ func routeChainName(fam family, p model.Protocol, route string) string {
 
 func routeCounterName(route, service string) string { return short("r-" + route + "@" + service) }
 
-func mapName(fam family, service string) string { return fmt.Sprintf("m%d-%s", fam, service) }
+// mapName names a Service's map of m entries: a new size is a new map
+// (the kernel sizes a map's hash table once).
+func mapName(fam family, service string, m int) string {
+	return fmt.Sprintf("m%d-%s-%d", fam, service, m)
+}
 
 func endpointChainName(fam family, service string, id int) string {
 	return fmt.Sprintf("e%d-%s-%d", fam, service, id)

@@ -16,12 +16,12 @@ const (
 	Source Field = iota
 	// Destination is the destination address.
 	Destination
-	// SourcePort is the TCP, UDP or SCTP source port, or the ICMP echo
-	// identifier.
-	SourcePort
-	// DestinationPort is the TCP, UDP or SCTP destination port, or the
-	// ICMP echo identifier.
-	DestinationPort
+	// Ports is the TCP, UDP or SCTP source and destination port, 4 bytes
+	// as they follow each other in the header (one register: one load).
+	Ports
+	// EchoID is the ICMP or ICMPv6 echo identifier (2 bytes, padded); an
+	// echo's key holds it twice, in place of both ports.
+	EchoID
 	// Protocol is the IP protocol number.
 	Protocol
 )
@@ -30,18 +30,25 @@ const (
 // a multiple of it.
 const RegisterSize = 4
 
-// MaxLen is the longest key: an IPv6 five-tuple.
+// MaxLen is the longest key: an IPv6 echo.
 const MaxLen = 16 + 16 + 3*RegisterSize
 
 var (
-	fiveTuple = []Field{Source, Destination, SourcePort, DestinationPort, Protocol}
-	portsOnly = []Field{SourcePort, DestinationPort, Protocol}
+	fiveTuple = []Field{Source, Destination, Ports, Protocol}
+	portsOnly = []Field{Ports, Protocol}
+	echo      = []Field{Source, Destination, EchoID, EchoID, Protocol}
 )
 
-// Fields returns the fields of a key in order: the five-tuple, or only the
-// ports and the protocol. The caller must not modify the slice.
-func Fields(onlyPorts bool) []Field {
-	if onlyPorts {
+// Fields returns the fields of the key of a flow of proto, in order: for
+// ICMP and ICMPv6 (echo) the addresses, the identifier twice and the
+// protocol; for the others the addresses, the ports and the protocol, or
+// only the ports and the protocol when PortsOnly. The caller must not
+// modify the slice.
+func Fields(proto model.Protocol, sctpPortsOnly bool) []Field {
+	switch {
+	case proto == model.ProtoICMP || proto == model.ProtoICMPv6:
+		return echo
+	case PortsOnly(proto, sctpPortsOnly):
 		return portsOnly
 	}
 	return fiveTuple
@@ -56,7 +63,9 @@ func (f Field) Size(family uint8) int {
 			return 4
 		}
 		return 16
-	case SourcePort, DestinationPort:
+	case Ports:
+		return 4
+	case EchoID:
 		return 2
 	}
 	return 1
@@ -67,10 +76,10 @@ func (f Field) Padded(family uint8) int {
 	return (f.Size(family) + RegisterSize - 1) / RegisterSize * RegisterSize
 }
 
-// Len is the length of a key of family 4 or 6.
-func Len(family uint8, onlyPorts bool) int {
+// Len is the length of the key of a flow of proto in family 4 or 6.
+func Len(family uint8, proto model.Protocol, sctpPortsOnly bool) int {
 	n := 0
-	for _, f := range Fields(onlyPorts) {
+	for _, f := range Fields(proto, sctpPortsOnly) {
 		n += f.Padded(family)
 	}
 	return n
@@ -87,21 +96,31 @@ func PortsOnly(proto model.Protocol, sctpPortsOnly bool) bool {
 func Hash(p *packet.Packet, sctpPortsOnly bool) uint32 {
 	var k [MaxLen]byte
 	n := 0
-	if !PortsOnly(p.Proto, sctpPortsOnly) {
-		if p.Family == 4 {
-			src, dst := p.Src.Unmap().As4(), p.Dst.Unmap().As4()
-			copy(k[0:4], src[:])
-			copy(k[4:8], dst[:])
-			n = 8
-		} else {
-			src, dst := p.Src.As16(), p.Dst.As16()
-			copy(k[0:16], src[:])
-			copy(k[16:32], dst[:])
-			n = 32
+	for _, f := range Fields(p.Proto, sctpPortsOnly) {
+		switch f {
+		case Source, Destination:
+			a := p.Src
+			if f == Destination {
+				a = p.Dst
+			}
+			if p.Family == 4 {
+				b := a.Unmap().As4()
+				n += copy(k[n:], b[:])
+			} else {
+				b := a.As16()
+				n += copy(k[n:], b[:])
+			}
+		case Ports:
+			binary.BigEndian.PutUint16(k[n:], p.SrcPort)
+			binary.BigEndian.PutUint16(k[n+2:], p.DstPort)
+			n += RegisterSize
+		case EchoID:
+			binary.BigEndian.PutUint16(k[n:], p.SrcPort) // both ports hold the identifier
+			n += RegisterSize
+		case Protocol:
+			k[n] = byte(p.Proto)
+			n += RegisterSize
 		}
 	}
-	binary.BigEndian.PutUint16(k[n:], p.SrcPort)
-	binary.BigEndian.PutUint16(k[n+RegisterSize:], p.DstPort)
-	k[n+2*RegisterSize] = byte(p.Proto)
-	return maglev.JHash(k[:n+3*RegisterSize], maglev.FlowSeed)
+	return maglev.JHash(k[:n], maglev.FlowSeed)
 }

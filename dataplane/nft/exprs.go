@@ -85,14 +85,11 @@ func copyToSource(inner, src, length, csum uint32) []expr.Any {
 func reg32(i uint32) uint32 { return unix.NFT_REG32_00 + i }
 
 const (
-	ipv4FragOff    = 6
-	ipv4ProtoOff   = 9
-	ipv6NextHdrOff = 6
-	ipv4DaddrOff   = 16
-	ipv4SaddrOff   = 12
-	ipv4CsumOff    = 10
-	ipv6DaddrOff   = 24
-	ipv6SaddrOff   = 8
+	ipv4DaddrOff = 16
+	ipv4SaddrOff = 12
+	ipv4CsumOff  = 10
+	ipv6DaddrOff = 24
+	ipv6SaddrOff = 8
 	// ICMPv6 checksum seen from the network header of an ICMPv6 packet
 	// without extension headers (40-byte header + 2).
 	icmp6CsumFromNetOff = 42

@@ -16,8 +16,8 @@ import (
 // chain of the match; a packet for which the chains give no verdict returns
 // to prerouting and is queued as without a fast path.
 type FastPath struct {
-	// Dispatch lists the (VIP, protocol) pairs decided in the kernel and the
-	// chain each one jumps to. VIPs must be in Config.VIPs.
+	// Dispatch lists the VIPs decided in the kernel and the chain each one
+	// jumps to. VIPs must be in Config.VIPs.
 	Dispatch []Dispatch
 	// Chains are the regular chains the dispatch leads to, with their rules.
 	Chains []Chain
@@ -27,10 +27,9 @@ type FastPath struct {
 	Counters []string
 }
 
-// Dispatch sends packets to VIP of protocol Proto to chain Chain.
+// Dispatch sends packets to VIP to chain Chain.
 type Dispatch struct {
 	VIP   netip.Addr
-	Proto uint8
 	Chain string
 }
 
@@ -60,7 +59,8 @@ const (
 	PortSet
 	// EntryMap is a verdict map from an entry number 0..len(Goto)-1 (a
 	// 32-bit value in host byte order, as the hash expression writes it)
-	// to "goto Goto[entry]".
+	// to "goto Goto[entry]", of size len(Goto): its entries change, never
+	// their number.
 	EntryMap
 )
 
@@ -100,7 +100,7 @@ func (f *FastPath) validate(vips []netip.Addr) error {
 	}
 	for _, d := range f.Dispatch {
 		if !chains[d.Chain] {
-			return fmt.Errorf("%w: dispatch of %v protocol %d to unknown chain %q", ErrInvalidConfig, d.VIP, d.Proto, d.Chain)
+			return fmt.Errorf("%w: dispatch of %v to unknown chain %q", ErrInvalidConfig, d.VIP, d.Chain)
 		}
 		if !slices.ContainsFunc(vips, func(v netip.Addr) bool { return v.Unmap() == d.VIP.Unmap() }) {
 			return fmt.Errorf("%w: dispatch of %v, which is not a VIP", ErrInvalidConfig, d.VIP)
@@ -151,7 +151,9 @@ func (s *Set) nftSet(t *nftables.Table) *nftables.Set {
 	case PortSet:
 		set.KeyType, set.Interval = nftables.TypeInetService, true
 	default:
-		set.KeyType, set.IsMap, set.DataType = nftables.TypeInteger, true, nftables.TypeVerdict
+		// Sized: the kernel then keeps the map in a fixed hash table
+		// (nft_hash_fast for 4-byte keys) rather than a resizable one.
+		set.KeyType, set.IsMap, set.DataType, set.Size = nftables.TypeInteger, true, nftables.TypeVerdict, uint32(len(s.Goto))
 	}
 	return set
 }
@@ -266,26 +268,36 @@ func mergePorts(in []PortRange) []PortRange {
 }
 
 // dispatchSets returns the dispatch maps of both families with their
-// elements: (VIP, protocol) -> jump chain.
+// elements: VIP -> jump chain. They are sized (a power of two, at least
+// minDispatchSize) so that the kernel keeps the IPv4 one in a fixed hash
+// table of 4-byte keys; a size change rebuilds the table.
 func dispatchSets(t *nftables.Table, f *FastPath) (v4, v6 *setSpec) {
-	v4 = &setSpec{set: &nftables.Set{Table: t, Name: SetDispatch4, IsMap: true, Concatenation: true,
-		KeyType: mustConcat(nftables.TypeIPAddr, nftables.TypeInetProto), DataType: nftables.TypeVerdict}}
-	v6 = &setSpec{set: &nftables.Set{Table: t, Name: SetDispatch6, IsMap: true, Concatenation: true,
-		KeyType: mustConcat(nftables.TypeIP6Addr, nftables.TypeInetProto), DataType: nftables.TypeVerdict}}
-	if f == nil {
-		return v4, v6
-	}
-	for _, d := range f.Dispatch {
-		a := d.VIP.Unmap()
-		key := append(a.AsSlice(), d.Proto, 0, 0, 0)
-		e := nftables.SetElement{Key: key, VerdictData: &expr.Verdict{Kind: expr.VerdictJump, Chain: d.Chain}}
-		if a.Is4() {
-			v4.elems = append(v4.elems, e)
-		} else {
-			v6.elems = append(v6.elems, e)
+	v4 = &setSpec{set: &nftables.Set{Table: t, Name: SetDispatch4, IsMap: true, KeyType: nftables.TypeIPAddr, DataType: nftables.TypeVerdict}}
+	v6 = &setSpec{set: &nftables.Set{Table: t, Name: SetDispatch6, IsMap: true, KeyType: nftables.TypeIP6Addr, DataType: nftables.TypeVerdict}}
+	if f != nil {
+		for _, d := range f.Dispatch {
+			a := d.VIP.Unmap()
+			e := nftables.SetElement{Key: a.AsSlice(), VerdictData: &expr.Verdict{Kind: expr.VerdictJump, Chain: d.Chain}}
+			if a.Is4() {
+				v4.elems = append(v4.elems, e)
+			} else {
+				v6.elems = append(v6.elems, e)
+			}
 		}
 	}
+	v4.set.Size, v6.set.Size = dispatchSize(len(v4.elems)), dispatchSize(len(v6.elems))
 	return v4, v6
+}
+
+// minDispatchSize is the smallest size of a dispatch map.
+const minDispatchSize = 64
+
+func dispatchSize(n int) uint32 {
+	size := uint32(minDispatchSize)
+	for int(size) < n {
+		size *= 2
+	}
+	return size
 }
 
 func mustConcat(types ...nftables.SetDatatype) nftables.SetDatatype {

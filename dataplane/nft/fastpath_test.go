@@ -15,7 +15,7 @@ import (
 // entry up in map "m4-svc" leading to endpoint chains e-<id>, each
 // counting in its own counter. entries[i] is the endpoint of entry i.
 func testFastPath(entries []int, sources []netip.Prefix) *FastPath {
-	f := &FastPath{Dispatch: []Dispatch{{VIP: netip.MustParseAddr("20.0.0.1"), Proto: 17, Chain: "d4-udp"}}}
+	f := &FastPath{Dispatch: []Dispatch{{VIP: netip.MustParseAddr("20.0.0.1"), Chain: "d4-udp"}}}
 	ids := slices.Compact(slices.Sorted(slices.Values(entries)))
 	m := Set{Name: "m4-svc", Kind: EntryMap}
 	for _, id := range entries {

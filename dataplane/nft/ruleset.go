@@ -12,7 +12,7 @@ import (
 
 // layoutVersion changes whenever the chains or rules built here change, so
 // that a table left by an older version is rebuilt rather than patched.
-const layoutVersion = 1
+const layoutVersion = 2
 
 // Names of the objects in our table.
 const (
@@ -59,8 +59,7 @@ func newLayout(tableName string, mode QueueMode, cfg Config) *layout {
 	if cfg.Kernel != nil {
 		// Fragments to the queue, then the kernel's decision, then
 		// whatever the kernel did not decide to the queue.
-		prerouting = []ruleSpec{{"vip4-fragment-queue", (*layout).vip4FragmentQueue},
-			{"vip4-kernel", (*layout).vip4Kernel}, {"vip4-queue", (*layout).vip4Queue},
+		prerouting = []ruleSpec{{"vip4-kernel", (*layout).vip4Kernel}, {"vip4-queue", (*layout).vip4Queue},
 			{"vip6-kernel", (*layout).vip6Kernel}, {"vip6-queue", (*layout).vip6Queue}}
 	}
 	l.chains = []chainSpec{
@@ -107,40 +106,21 @@ func (l *layout) vip6Queue() []expr.Any {
 		[]expr.Any{&expr.Counter{}, l.queue()})
 }
 
-// vip4FragmentQueue: meta nfproto ipv4 ip frag-off & 0x3fff != 0 ip daddr
-// @vips4 counter queue. A fragment (offset or more-fragments set) is
-// decided in userspace, which keeps the first fragment's decision for the
-// later ones.
-func (l *layout) vip4FragmentQueue() []expr.Any {
-	return concat(matchNFProto(afInet),
-		[]expr.Any{
-			load(expr.PayloadBaseNetworkHeader, ipv4FragOff, 2),
-			&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 2, Mask: []byte{0x3f, 0xff}, Xor: []byte{0, 0}},
-			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: []byte{0, 0}},
-		},
-		inSet(expr.PayloadBaseNetworkHeader, ipv4DaddrOff, 4, l.set4, false),
-		[]expr.Any{&expr.Counter{}, l.queue()})
-}
-
-// vip4Kernel: meta nfproto ipv4 ip daddr . ip protocol vmap @dispatch4: a
-// (VIP, protocol) the kernel decides jumps to its chain; when that chain
-// gives no verdict, the packet comes back and the next rule queues it.
+// vip4Kernel: meta nfproto ipv4 ip daddr vmap @dispatch4: a VIP the kernel
+// decides jumps to its chain (which leaves fragments and whatever else it
+// does not decide alone); when that chain gives no verdict, the packet
+// comes back and the next rule queues it.
 func (l *layout) vip4Kernel() []expr.Any {
 	return concat(matchNFProto(afInet), []expr.Any{
 		&expr.Payload{DestRegister: reg32(0), Base: expr.PayloadBaseNetworkHeader, Offset: ipv4DaddrOff, Len: 4},
-		&expr.Payload{DestRegister: reg32(1), Base: expr.PayloadBaseNetworkHeader, Offset: ipv4ProtoOff, Len: 1},
 		&expr.Lookup{SourceRegister: reg32(0), SetName: SetDispatch4, IsDestRegSet: true, DestRegister: 0},
 	})
 }
 
-// vip6Kernel: meta nfproto ipv6 ip6 daddr . ip6 nexthdr vmap @dispatch6.
-// The next header of the fixed header is matched, so a packet with any
-// extension header (a fragment header among them) is never dispatched and
-// is queued.
+// vip6Kernel: meta nfproto ipv6 ip6 daddr vmap @dispatch6.
 func (l *layout) vip6Kernel() []expr.Any {
 	return concat(matchNFProto(afInet6), []expr.Any{
 		&expr.Payload{DestRegister: reg32(0), Base: expr.PayloadBaseNetworkHeader, Offset: ipv6DaddrOff, Len: 16},
-		&expr.Payload{DestRegister: reg32(4), Base: expr.PayloadBaseNetworkHeader, Offset: ipv6NextHdrOff, Len: 1},
 		&expr.Lookup{SourceRegister: reg32(0), SetName: SetDispatch6, IsDestRegSet: true, DestRegister: 0},
 	})
 }

@@ -186,7 +186,7 @@ func sameSetType(got, want *nftables.Set) bool {
 	return got.KeyType.Name == want.KeyType.Name && got.IsMap == want.IsMap &&
 		(!want.IsMap || got.DataType.Name == want.DataType.Name) &&
 		got.Interval == want.Interval && got.Concatenation == want.Concatenation &&
-		!got.Constant && !got.HasTimeout
+		got.Size == want.Size && !got.Constant && !got.HasTimeout
 }
 
 // elementsDiff returns the elements of want whose identity is missing from
