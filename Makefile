@@ -30,18 +30,24 @@ vet: ## gofmt check and go vet.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
+# The switch of internal/harness/require: set, a missing integration prerequisite fails.
+REQUIRE_ENV  := SLLBRD_REQUIRE_INTEGRATION
+# Unit runs clear it (and its older name), so -short skips every integration test.
+UNIT_ENV     := env -u $(REQUIRE_ENV) -u SLLBRD_REQUIRE_KUBE
+
 .PHONY: unit
-unit: ## Unit tests only (no root, no network namespaces).
-	$(GO) test -count=1 -short $(PKGS)
+unit: ## Unit tests only (-short: no root, no network namespaces; integration tests skip).
+	$(UNIT_ENV) $(GO) test -count=1 -short $(PKGS)
 
 .PHONY: kube-assets
 kube-assets: ## Build kube-apiserver and etcd from the Go module proxy (cached outside the repo; ~8 min once).
 	@hack/kube-assets.sh
 
 .PHONY: test
-test: deps vet ## Every test: unit, integration (root, netns, BIRD, a real kube-apiserver) and short fuzzing.
+test: deps vet ## Every test, as root: unit tests with -race, then all tests with integration prerequisites (netns, nft, BIRD, a real kube-apiserver) required, then short fuzzing.
+	$(UNIT_ENV) $(GO) test -race -count=1 -short -timeout 20m $(PKGS)
 	@assets=$$(hack/kube-assets.sh) && \
-	  KUBEBUILDER_ASSETS=$$assets SLLBRD_REQUIRE_KUBE=1 $(GO) test -count=1 -timeout 45m $(PKGS)
+	  KUBEBUILDER_ASSETS=$$assets $(REQUIRE_ENV)=1 $(GO) test -count=1 -timeout 60m $(PKGS)
 	@hack/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
 
 .PHONY: bench
@@ -55,6 +61,11 @@ demo: deps ## Build, run sllbrd in a network-namespace lab with BIRD on deploy/e
 .PHONY: bench-e2e
 bench-e2e: deps ## Packets per second through sllbrd vs plain kernel forwarding in the lab, with CPU and RSS (root).
 	$(GO) run ./internal/harness/e2e/cmd/benche2e
+
+.PHONY: footprint
+footprint: deps ## sllbrd's memory at rest in the lab (deploy/examples; files, API server, static): VmRSS, PSS, Go runtime (root). FOOTPRINT_COMPARE=name=path,... adds binaries.
+	@assets=$$(hack/kube-assets.sh) && KUBEBUILDER_ASSETS=$$assets SLLBRD_REQUIRE_INTEGRATION=1 \
+	  SLLBRD_FOOTPRINT_COMPARE=$(FOOTPRINT_COMPARE) $(GO) test -count=1 -v -run '^TestIntegrationFootprint$$' ./cmd/sllbrd/
 
 .PHONY: fuzz
 fuzz: ## Longer fuzzing: FUZZTIME=5m make fuzz.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sllbrd/sllbrd/internal/harness/netns"
+	"github.com/sllbrd/sllbrd/internal/harness/require"
 )
 
 // birdLab is BIRD 2 in network namespace nsPeer and our Server in nsOurs,
@@ -41,9 +42,7 @@ const (
 
 func newBirdLab(t *testing.T) *birdLab {
 	t.Helper()
-	if _, err := exec.LookPath("bird"); err != nil {
-		t.Skip("bird not installed (apt-get install bird2); skipping BIRD interop test")
-	}
+	require.Lab(t)
 	id := rand.IntN(1 << 20)
 	l := &birdLab{ifOurs: fmt.Sprintf("vbfd%da", id), ifPeer: fmt.Sprintf("vbfd%db", id)}
 	l.nsOurs, _ = netns.New(t, "sllbrd-bfd-a")

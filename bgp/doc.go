@@ -40,7 +40,19 @@
 //     once), DeletePeer (3) and UpdatePeer (2, 3 or 6); the subcode is
 //     fixed inside its FSM. Subcode 2 with the communication is what tells
 //     the gateway most precisely why.
+//   - Session protection per router: the TCP MD5 password (RFC 2385,
+//     GoBGP's AuthPassword; never with a link-local neighbour, which GoBGP
+//     v3.37.0 cannot key) and GTSM (RFC 5082: TTL 255 sent, IP_MINTTL /
+//     IPV6_MINHOPCOUNT 256-hops required). Both are session parameters: a
+//     change re-creates that peer.
+//   - Path attributes per router: its communities, large communities and
+//     local preference are added to the VIPs sent to it by a per-peer
+//     export policy (a neighbour set and a statement without route action,
+//     assigned before sllbrd-export). A change replaces that policy only and
+//     re-advertises to that peer (soft reset out), without a session reset;
+//     a failed step is retried by the next Apply.
 //   - Shutdown withdraws every VIP, waits the drain time, then stops GoBGP.
+//   - OnDemand wraps a Speaker that runs only while some router has BGP.
 //
 // Transport: the speaker dials out and does not listen unless WithListenPort
 // is given. A router's LocalPort is used as the source port of the outgoing

@@ -17,6 +17,7 @@ type fakeServer struct {
 	rib   map[string][]*api.Path // by "ipv4"/"ipv6"
 	uuid  int
 	comms []string // DisablePeer communications, in order
+	fail  map[string]error
 }
 
 func newFakeServer() *fakeServer {
@@ -106,8 +107,58 @@ func (f *fakeServer) ListPath(_ context.Context, r *api.ListPathRequest, fn func
 func (f *fakeServer) WatchEvent(context.Context, *api.WatchEventRequest, func(*api.WatchEventResponse)) error {
 	return nil
 }
-func (f *fakeServer) AddDefinedSet(context.Context, *api.AddDefinedSetRequest) error { return nil }
-func (f *fakeServer) AddPolicy(context.Context, *api.AddPolicyRequest) error         { return nil }
-func (f *fakeServer) SetPolicyAssignment(context.Context, *api.SetPolicyAssignmentRequest) error {
+func (f *fakeServer) AddDefinedSet(_ context.Context, r *api.AddDefinedSetRequest) error {
+	f.record("add set %s %v", r.DefinedSet.Name, r.DefinedSet.List)
+	return f.failure("AddDefinedSet")
+}
+
+func (f *fakeServer) DeleteDefinedSet(_ context.Context, r *api.DeleteDefinedSetRequest) error {
+	f.record("delete set %s", r.DefinedSet.Name)
 	return nil
+}
+
+// AddPolicy records the attribute actions of each statement.
+func (f *fakeServer) AddPolicy(_ context.Context, r *api.AddPolicyRequest) error {
+	for _, st := range r.Policy.Statements {
+		a := st.Actions
+		f.record("add policy %s route=%v communities=%v large=%v localpref=%d", r.Policy.Name, a.RouteAction,
+			a.GetCommunity().GetCommunities(), a.GetLargeCommunity().GetCommunities(), a.GetLocalPref().GetValue())
+	}
+	return f.failure("AddPolicy")
+}
+
+func (f *fakeServer) DeletePolicy(_ context.Context, r *api.DeletePolicyRequest) error {
+	f.record("delete policy %s", r.Policy.Name)
+	return nil
+}
+
+func (f *fakeServer) SetPolicyAssignment(_ context.Context, r *api.SetPolicyAssignmentRequest) error {
+	var names []string
+	for _, p := range r.Assignment.Policies {
+		names = append(names, p.Name)
+	}
+	f.record("assign %s %v", r.Assignment.Direction, names)
+	return nil
+}
+
+func (f *fakeServer) ResetPeer(_ context.Context, r *api.ResetPeerRequest) error {
+	f.record("soft reset %s %s", r.Direction, r.Address)
+	return f.failure("ResetPeer")
+}
+
+// failure returns the error set for method (nil if none).
+func (f *fakeServer) failure(method string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fail[method]
+}
+
+// failNext makes method fail until cleared (err nil).
+func (f *fakeServer) failNext(method string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail == nil {
+		f.fail = map[string]error{}
+	}
+	f.fail[method] = err
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sllbrd/sllbrd/internal/harness/require"
 )
 
 // lab is two network namespaces joined by a veth pair: "gw" runs BIRD2 as
@@ -30,14 +32,8 @@ const (
 
 func requireLab(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces)")
-	}
-	for _, bin := range []string{"bird", "birdc", "ip"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s not found: apt-get install -y bird2 iproute2", bin)
-		}
-	}
+	require.Root(t)
+	require.Programs(t, "bird", "birdc", "ip")
 }
 
 func newLab(t *testing.T) *lab {

@@ -23,15 +23,19 @@ type peerSpec struct {
 	localPort  uint16
 	remotePort uint16
 	localAddr  netip.Addr // bound when localPort is set; zero: wildcard
+	password   model.Password
+	ttlHops    uint8 // GTSM: 0 off
 	bfd        bool
+	attrs      exportAttrs // added to the VIPs sent to the peer
 }
 
 // key is the GoBGP neighbour address of the peer.
 func (p peerSpec) key() string { return p.addr.String() }
 
-// sessionSpec drops the fields that do not affect the GoBGP session.
+// sessionSpec drops the fields that do not affect the GoBGP session (the
+// export attributes are applied by policy and a soft reset).
 func (p peerSpec) sessionSpec() peerSpec {
-	p.name, p.bfd = "", false
+	p.name, p.bfd, p.attrs = "", false, exportAttrs{}
 	return p
 }
 
@@ -72,6 +76,14 @@ func newPeerSpec(r model.Router, globalASN uint32) (peerSpec, error) {
 	if r.BGP.RemoteASN == 0 {
 		return peerSpec{}, errors.New("remote ASN is 0")
 	}
+	if n := r.BGP.Password.Len(); n > model.MaxPasswordLength {
+		return peerSpec{}, fmt.Errorf("the TCP MD5 password has %d bytes, at most %d are allowed", n, model.MaxPasswordLength)
+	}
+	if r.BGP.Password.IsSet() && addr.Zone() != "" {
+		// GoBGP v3.37.0 keys the socket with net.ParseIP(address), which
+		// fails on the zone and keys the unspecified address instead.
+		return peerSpec{}, fmt.Errorf("a TCP MD5 password cannot be used with the link-local neighbour %s", addr)
+	}
 	local := r.BGP.LocalASN
 	if local == 0 {
 		local = globalASN
@@ -89,13 +101,17 @@ func newPeerSpec(r model.Router, globalASN uint32) (peerSpec, error) {
 		holdSecs:   wholeSeconds(hold, 3),
 		localPort:  r.BGP.LocalPort,
 		remotePort: r.BGP.RemotePort,
+		password:   r.BGP.Password,
+		ttlHops:    r.BGP.TTLSecurityHops,
 		bfd:        r.BFD.Enabled,
+		attrs:      newExportAttrs(r.BGP),
 	}, nil
 }
 
 // peerPlan is what Apply does to GoBGP: delete, then add. A peer whose
 // session parameters changed appears in both lists; one whose only change
-// is its name or BFD flag appears in neither (update only).
+// is its name, BFD flag or export attributes appears in neither (update
+// only).
 type peerPlan struct {
 	remove []netip.Addr
 	add    []netip.Addr
@@ -133,13 +149,17 @@ func apiPeer(spec peerSpec, cfg config, adminDown bool) *api.Peer {
 	if spec.addr.Is6() {
 		fam = familyV6
 	}
-	return &api.Peer{
+	p := &api.Peer{
 		Conf: &api.PeerConf{
 			NeighborAddress: spec.key(),
 			PeerAsn:         spec.remoteASN,
 			LocalAsn:        spec.localASN,
 			Description:     spec.name,
 			AdminDown:       adminDown,
+			// RFC 2385: GoBGP sets TCP_MD5SIG on the socket it dials
+			// from; the kernel then signs every segment and drops those
+			// without a valid signature.
+			AuthPassword: spec.password.Reveal(),
 		},
 		Transport: &api.Transport{
 			LocalAddress:  localAddress(spec),
@@ -155,6 +175,13 @@ func apiPeer(spec peerSpec, cfg config, adminDown bool) *api.Peer {
 		}},
 		AfiSafis: []*api.AfiSafi{{Config: &api.AfiSafiConfig{Family: fam, Enabled: true}}},
 	}
+	if spec.ttlHops > 0 {
+		// RFC 5082 section 3: send with TTL 255 (GoBGP does when enabled)
+		// and discard packets received with a TTL below 255 - (hops - 1)
+		// (IP_MINTTL, IPV6_MINHOPCOUNT).
+		p.TtlSecurity = &api.TtlSecurity{Enabled: true, TtlMin: 256 - uint32(spec.ttlHops)}
+	}
+	return p
 }
 
 // localAddress is the transport local address: empty (GoBGP's wildcard

@@ -22,4 +22,7 @@ type bgpServer interface {
 	AddDefinedSet(context.Context, *api.AddDefinedSetRequest) error
 	AddPolicy(context.Context, *api.AddPolicyRequest) error
 	SetPolicyAssignment(context.Context, *api.SetPolicyAssignmentRequest) error
+	DeleteDefinedSet(context.Context, *api.DeleteDefinedSetRequest) error
+	DeletePolicy(context.Context, *api.DeletePolicyRequest) error
+	ResetPeer(context.Context, *api.ResetPeerRequest) error
 }

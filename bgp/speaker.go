@@ -41,10 +41,12 @@ type Speaker struct {
 
 	mu        sync.Mutex // guards the fields below and orders GoBGP changes
 	peers     map[netip.Addr]peerSpec
-	disabled  map[netip.Addr]bool     // peers created or set admin-down by us
-	bfd       map[netip.Addr]bfdState // by address without zone
-	bfdReason map[netip.Addr]string   // why BFD reported down
-	vips      map[netip.Addr][]byte   // announced VIP -> GoBGP path UUID
+	disabled  map[netip.Addr]bool        // peers created or set admin-down by us
+	bfd       map[netip.Addr]bfdState    // by address without zone
+	bfdReason map[netip.Addr]string      // why BFD reported down
+	vips      map[netip.Addr][]byte      // announced VIP -> GoBGP path UUID
+	attrs     map[netip.Addr]exportAttrs // installed attribute policies
+	resend    map[netip.Addr]bool        // peers owed a soft reset out
 	closed    bool
 }
 
@@ -93,6 +95,7 @@ func start(ctx context.Context, srv bgpServer, cfg config, reasons *reasonBook) 
 		peers: map[netip.Addr]peerSpec{}, disabled: map[netip.Addr]bool{},
 		bfd: map[netip.Addr]bfdState{}, bfdReason: map[netip.Addr]string{},
 		vips: map[netip.Addr][]byte{}, localAddr: interfaceLocalAddr,
+		attrs: map[netip.Addr]exportAttrs{}, resend: map[netip.Addr]bool{},
 	}
 	err = srv.WatchEvent(loopCtx, &api.WatchEventRequest{
 		Peer:  &api.WatchEventRequest_Peer{},
@@ -129,15 +132,25 @@ func (s *Speaker) Apply(ctx context.Context, routers []model.Router) error {
 	for _, a := range plan.remove {
 		errs = append(errs, s.deletePeer(ctx, s.peers[a]))
 	}
+	// The attribute policies are in place before a new peer's first UPDATE.
+	attrsErr := s.syncAttrs(ctx, want)
 	for _, a := range plan.add {
+		delete(s.resend, a) // a new session gets the attributes anyway
 		errs = append(errs, s.addPeer(ctx, want[a]))
 	}
 	for _, a := range plan.update {
+		if s.peers[a].attrs != want[a].attrs {
+			s.resend[a] = true
+		}
 		s.peers[a] = want[a]
 	}
 	s.forgetBFD()
 	for _, a := range plan.update {
 		errs = append(errs, s.syncAdmin(ctx, a))
+	}
+	errs = append(errs, attrsErr)
+	if attrsErr == nil {
+		errs = append(errs, s.resendAttrs(ctx))
 	}
 	s.mu.Unlock()
 	s.refreshGateways(ctx)

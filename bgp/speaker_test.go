@@ -26,6 +26,7 @@ func newTestSpeaker(t *testing.T, opts ...Option) (*Speaker, *fakeServer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.cancel(); <-s.done })
+	f.takeCalls() // the start-up policies
 	return s, f
 }
 

@@ -4,7 +4,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sllbrd/sllbrd/dataplane/flowkey"
 	"github.com/sllbrd/sllbrd/dataplane/fragment"
 	"github.com/sllbrd/sllbrd/dataplane/packet"
 )
@@ -89,29 +88,22 @@ func (e *Engine) DecideMeta(b []byte, m Meta, d *Decision) {
 }
 
 func (e *Engine) balance(sh *engineShard, s *snapshot, p *packet.Packet, wireLen int, d *Decision) {
-	idx, ok := s.routes.Lookup(p)
-	if !ok {
-		e.finish(sh, d, ReasonNoRoute, wireLen)
+	c := s.choose(p)
+	if c.target == nil {
+		e.finish(sh, d, c.reason, wireLen)
 		return
 	}
 	shard := int(d.shard & e.shardMask)
-	rt := &s.perRoute[idx]
-	e.routeCounters.add(shard, rt.counterID, wireLen)
-	svc := rt.service
-	if svc == nil {
-		e.finish(sh, d, ReasonNoEndpoint, wireLen)
+	e.routeCounters.add(shard, c.target.counterID, wireLen)
+	if c.reason != ReasonBalanced {
+		e.finish(sh, d, c.reason, wireLen)
 		return
 	}
-	fam := svc.family(p.Family == 4)
-	slot, ok := fam.table.Lookup32(flowkey.Hash(p, svc.sctpPortsOnly))
-	if !ok {
-		e.finish(sh, d, ReasonNoEndpoint, wireLen)
-		return
-	}
-	e.endpointCounters.add(shard, fam.counterIDs[slot], wireLen)
-	d.Verdict, d.Mark = Accept, svc.marks[slot]
+	endpointID := c.fam.counterIDs[c.slot]
+	e.endpointCounters.add(shard, endpointID, wireLen)
+	d.Verdict, d.Mark = Accept, c.mark
 	if p.Kind == packet.KindFirstFragment {
-		v := fragmentValue(d.Mark, rt.counterID, fam.counterIDs[slot])
+		v := fragmentValue(d.Mark, c.target.counterID, endpointID)
 		e.fragments.Remember(fragmentKey(p), v, time.Now(), &d.Tokens)
 	}
 	e.finish(sh, d, ReasonBalanced, wireLen)

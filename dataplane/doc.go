@@ -59,6 +59,12 @@
 //     held: kept by a slot that is configured, released otherwise), so a
 //     restart changes nothing that still holds. KernelStats adds the kernel
 //     path's counter objects to the route, endpoint and balanced counters.
+//   - Engine.Explain decides a synthetic packet (a Probe) with the same
+//     decision function as Decide (choose: route lookup, flow hash, Maglev
+//     slot) and reports each step, without counting it or touching the
+//     fragment table. Engine.Inspect and InspectFragments read the
+//     committed snapshot and the counters. All three are for operators
+//     (sllbrd show, sllbrd explain), off the packet path.
 //
 // # Flow keys
 //

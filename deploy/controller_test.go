@@ -55,7 +55,7 @@ func TestControllerRBAC(t *testing.T) {
 	watch := []string{"list", "watch"}
 	write := []string{"list", "watch", "create", "update", "delete"}
 	checkGrants(t, "Role sllbrd-controller", grants(role.Rules), map[string][]string{
-		"/pods": watch, "/services": watch, "/configmaps": watch,
+		"/pods": {"list", "watch", "patch"}, "/services": watch, "/configmaps": watch,
 		"discovery.k8s.io/endpointslices":                          write,
 		"apps/deployments":                                         write,
 		"gateway.networking.k8s.io/gateways":                       watch,

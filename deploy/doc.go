@@ -1,9 +1,12 @@
 // Package deploy is the home of the Kubernetes manifests of sllbrd (CRDs,
 // RBAC, the controller's Deployment, the SLLBR Deployment template, a
-// kustomization and the seed's example objects) and of the tests that keep
+// kustomization, the seed's example objects, and deploy/monitoring: the
+// PodMonitors and the Grafana dashboard) and of the tests that keep
 // them sound: every YAML file parses, the kustomization lists files that
 // exist, the RBAC grants only what docs/deploy.md and docs/controller.md
-// say, and deploy/crds matches what controller-gen generates from
-// kube/api/v1alpha1. Its only code is SLLBRDeploymentTemplate, the
+// say, deploy/crds matches what controller-gen generates from
+// kube/api/v1alpha1, the PodMonitors select the pods they scrape, and the
+// admin socket's directory is writable in the read-only SLLBR container
+// (internal/metrics checks the dashboard's queries against the registry). Its only code is SLLBRDeploymentTemplate, the
 // template embedded in the binary as the controller's default.
 package deploy

@@ -133,7 +133,7 @@ func TestKustomizationListsExistingFiles(t *testing.T) {
 }
 
 // TestRoleGrantsOnlyReads checks the Role: read-only verbs on the watched
-// kinds, create/patch on events, nothing else.
+// kinds and on the named Secrets only, create/patch on events, nothing else.
 func TestRoleGrantsOnlyReads(t *testing.T) {
 	var role rbacv1.Role
 	if err := yaml.UnmarshalStrict(documents(t, "rbac/role.yaml")[0], &role); err != nil {
@@ -148,7 +148,13 @@ func TestRoleGrantsOnlyReads(t *testing.T) {
 		"discovery.k8s.io/endpointslices": read,
 		"events.k8s.io/events":            {"create", "patch"},
 		"/events":                         {"create", "patch"},
+		"/secrets":                        read,
 	})
+	for _, r := range role.Rules {
+		if slices.Contains(r.Resources, "secrets") && len(r.ResourceNames) == 0 {
+			t.Errorf("the Role grants every Secret of the namespace (%v): name the BGP password Secrets in resourceNames", r)
+		}
+	}
 }
 
 // TestDeploymentContract checks the Deployment against the sllbrd flags and

@@ -12,8 +12,11 @@
 //     informers, Warning Events on invalid objects and a readiness that says
 //     when the API server is unreachable.
 //   - kube/controller: `sllbrd controller`, which writes the EndpointSlices
-//     (with identifiers), the status of the objects and the SLLBR Deployment
-//     of each Gateway of sllbrd's GatewayClass.
+//     (with identifiers), the status of the objects, the SLLBR Deployment
+//     of each Gateway of sllbrd's GatewayClass and the desired network
+//     configuration of the target pods.
+//   - kube/target: the target pods' two annotations and the agent of
+//     `sllbrd target`, which applies them with internal/targetnet.
 //
 // Outside kube only cmd/sllbrd (to build the API-server client) and tests
 // import Kubernetes packages: the dataplane, routing and model packages

@@ -71,4 +71,11 @@ const (
 	// with LabelGatewayName it selects the SLLBR pods of one Gateway.
 	LabelComponent = "app.kubernetes.io/component"
 	ComponentSLLBR = "sllbr"
+	// AnnotationTargetNetwork on an application pod (an endpoint of a
+	// Service of an owned Gateway) is the network configuration the
+	// controller wants in it: JSON, kube/target.Desired (docs/target.md).
+	AnnotationTargetNetwork = "meridio-experiment/target-network"
+	// AnnotationTargetNetworkStatus on the same pod is what `sllbrd target`
+	// applied: JSON, kube/target.Status.
+	AnnotationTargetNetworkStatus = "meridio-experiment/target-network-status"
 )

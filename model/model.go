@@ -121,13 +121,29 @@ type BFD struct {
 	LocalAddress netip.Addr
 }
 
-// BGP holds the BGP session parameters of a GatewayRouter.
+// BGP holds the BGP session parameters of a GatewayRouter and the path
+// attributes of the VIPs announced to it.
 type BGP struct {
 	LocalASN   uint32
 	RemoteASN  uint32
 	HoldTime   time.Duration
 	LocalPort  uint16
 	RemotePort uint16
+	// Password is the TCP MD5 signature key of the session (RFC 2385), at
+	// most MaxPasswordLength bytes; empty: no signature.
+	Password Password
+	// TTLSecurityHops > 0 turns on GTSM (RFC 5082) for an eBGP session:
+	// packets are sent with TTL 255 and only those received with a TTL of
+	// at least 256-TTLSecurityHops are accepted (255: directly connected).
+	TTLSecurityHops uint8
+	// Communities (RFC 1997) and LargeCommunities (RFC 8092) are attached
+	// to every VIP announced to this router.
+	Communities      []Community
+	LargeCommunities []LargeCommunity
+	// LocalPreference is sent with every VIP announced to this router; only
+	// iBGP sessions carry it (RFC 4271 section 5.1.5). Nil: not set (GoBGP
+	// sends 100 over iBGP); never 0.
+	LocalPreference *uint32
 }
 
 // Router is one GatewayRouter: a data-centre gateway the LB peers with (BGP

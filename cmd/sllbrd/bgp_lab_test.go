@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -29,9 +28,7 @@ var seedRouters = []e2e.Router{
 
 func startBIRD(t *testing.T, l *lab.Lab, cfg lab.BIRDConfig) *lab.BIRD {
 	t.Helper()
-	if _, err := exec.LookPath("bird"); err != nil {
-		t.Skip("bird is not installed (make deps installs bird2)")
-	}
+	require.Programs(t, "bird", "birdc")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	b, err := l.StartBIRD(ctx, cfg)

@@ -6,14 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
 
 	"github.com/sllbrd/sllbrd/deploy"
 	"github.com/sllbrd/sllbrd/internal/metrics"
@@ -74,24 +71,7 @@ func parseControllerFlags(args []string) (*controllerConfig, error) {
 
 // controllerMain runs `sllbrd controller` and returns the exit code.
 func controllerMain(args []string) int {
-	cfg, err := parseControllerFlags(args)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "sllbrd controller:", err)
-		return 2
-	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
-	klog.SetSlogLogger(log) // client-go's own messages (leader election) in the same format
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	if err := runController(ctx, cfg, log); err != nil {
-		log.Error("sllbrd controller stopped", "err", err)
-		return 1
-	}
-	log.Info("sllbrd controller stopped")
-	return 0
+	return runRole("sllbrd controller", args, parseControllerFlags, func(c *controllerConfig) slog.Level { return c.logLevel }, runController, "sllbrd controller stopped")
 }
 
 // runController reconciles until ctx ends; on SIGTERM the workers stop,
@@ -114,13 +94,20 @@ func runController(ctx context.Context, cfg *controllerConfig, log *slog.Logger)
 	}
 	log.Info("sllbrd controller starting", "version", version, "namespace", ns, "identity", ctl.Identity(),
 		"leader_elect", cfg.election.Enabled)
+	return runWithAdmin(ctx, log, cfg.metricsAddress, ctl.Ready, ctl.Run, m)
+}
+
+// runWithAdmin runs run and the admin endpoint (/metrics with the
+// collectors and sllbrd_ready, /healthz, /readyz from ready) until ctx ends
+// or either of them fails.
+func runWithAdmin(ctx context.Context, log *slog.Logger, addr string, ready func() (bool, []string),
+	run func(context.Context) error, collectors ...prometheus.Collector) error {
 	reg := metrics.NewRegistry()
-	reg.MustRegister(m, metrics.ReadyGauge(ctl.Ready))
+	reg.MustRegister(append(collectors, metrics.ReadyGauge(ready))...)
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return ctl.Run(gctx) })
+	g.Go(func() error { return run(gctx) })
 	g.Go(func() error {
-		return metrics.NewServer(cfg.metricsAddress, reg, ctl.Ready, metrics.WithLogger(log),
-			metrics.WithShutdownTimeout(2*time.Second)).Run(gctx)
+		return metrics.NewServer(addr, reg, ready, metrics.WithLogger(log), metrics.WithShutdownTimeout(2*time.Second)).Run(gctx)
 	})
 	return g.Wait()
 }

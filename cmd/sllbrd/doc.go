@@ -7,10 +7,22 @@
 // `sllbrd controller` is the controller-manager of the same product, in the
 // same binary (kube/controller; flags in controller.go): it writes the
 // EndpointSlices with identifiers, the status of the Gateway API and sllbrd
-// objects, and the SLLBR Deployment of each Gateway.
+// objects, the SLLBR Deployment of each Gateway, and the desired network
+// configuration of the target pods.
+//
+// `sllbrd target` is the sidecar of an application pod (kube/target,
+// internal/targetnet; flags in target.go): it applies its own pod's
+// desired network configuration (VIPs on lo, routes from the VIPs over the
+// SLLBR pods) in the pod's network namespace and reports what it applied.
+//
+// `sllbrd show`, `sllbrd explain` and `sllbrd log-level` are clients of a
+// running daemon's admin socket (internal/admin; show.go): the daemon
+// answers from its engine (Inspect, Explain), BGP speaker, BFD server and a
+// record of its applies (admin.go, admin_status.go, admin_daemon.go), and
+// serves pprof on a loopback address when asked (docs/operations.md).
 //
 // This package only wires: flags, signals, one errgroup, the admin HTTP
-// endpoint, and the reconcile loop's apply (applier), which programs the
-// dataplane, applies the GatewayRouters and announces the served VIPs in
-// one retried pass. Everything it starts lives in the packages it imports.
+// endpoint and socket, and the reconcile loop's apply (applier), which
+// programs the dataplane, applies the GatewayRouters and announces the
+// served VIPs in one retried pass. Everything it starts lives in the packages it imports.
 package main

@@ -6,9 +6,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"os"
 	"runtime"
 	"time"
+
+	"github.com/sllbrd/sllbrd/dataplane/nfqueue"
 )
+
+// minCopyRange is the smallest --copy-range: an ICMPv6 error quoting an
+// IPv6 header and the transport ports needs about this much.
+const minCopyRange = 128
 
 // config is the command line, validated.
 type config struct {
@@ -20,6 +27,7 @@ type config struct {
 
 	queueFirst  uint
 	queues      int
+	queuesRule  string // why queues has its value, for the log
 	queueFanout bool
 	copyRange   int
 
@@ -32,6 +40,8 @@ type config struct {
 	waitForBFD  bool
 	logLevel    slog.Level
 	showVersion bool
+
+	admin adminFlags // admin socket, pprof, run-time log level (admin_daemon.go)
 }
 
 func parseFlags(args []string) (*config, error) {
@@ -43,9 +53,9 @@ func parseFlags(args []string) (*config, error) {
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig for the API server (default: in-cluster)")
 	fs.StringVar(&c.metricsAddress, "metrics-address", "127.0.0.1:9100", "address of the HTTP endpoint serving /metrics, /healthz and /readyz")
 	fs.UintVar(&c.queueFirst, "queue-first", 0, "first nfqueue number")
-	fs.IntVar(&c.queues, "queues", runtime.NumCPU(), "number of nfqueues (and reader threads)")
+	fs.IntVar(&c.queues, "queues", 0, fmt.Sprintf("number of nfqueues (and reader threads), 1..%d (default: the CPUs usable under the container's CPU limit, at most %d)", maxQueues, maxQueues))
 	fs.BoolVar(&c.queueFanout, "queue-fanout", false, "spread packets over the queues by CPU instead of by flow addresses")
-	fs.IntVar(&c.copyRange, "copy-range", 256, "bytes of each packet copied to user space (headers and byte matches must fit)")
+	fs.IntVar(&c.copyRange, "copy-range", nfqueue.DefaultCopyRange, fmt.Sprintf("bytes of each packet copied to user space, %d..%d (headers and byte matches must fit)", minCopyRange, nfqueue.MaxCopyRange))
 	fs.StringVar(&c.dataplane, "dataplane", dataplaneKernel, "where VIP packets are decided: kernel (nftables; fragments, ICMP errors and what the rules cannot express go to nfqueue) or nfqueue (all in userspace)")
 	fs.StringVar(&c.onExit, "on-exit", onExitRemove, "on SIGTERM/SIGINT: remove (a deliberate shutdown: delete the nftables table and policy routes) or keep (an upgrade: leave them, so the kernel path keeps forwarding and the next start adopts them)")
 	fs.DurationVar(&c.drain, "drain", 5*time.Second, "on SIGTERM, time between withdrawing the VIPs and stopping")
@@ -54,6 +64,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.BoolVar(&c.waitForBFD, "bgp-wait-for-bfd", false, "keep a BGP session down until its BFD session is up")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
+	c.admin.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -66,7 +77,18 @@ func parseFlags(args []string) (*config, error) {
 	if c.showVersion {
 		return c, nil
 	}
+	c.queuesRule = "--queues"
+	if !isSet(fs, "queues") {
+		c.queues, c.queuesRule = defaultQueues(runtime.NumCPU(), os.DirFS("/"))
+	}
 	return c, c.validate()
+}
+
+// isSet reports whether the flag name was given on the command line.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func (c *config) validate() error {
@@ -74,14 +96,17 @@ func (c *config) validate() error {
 	if c.gateway == "" {
 		errs = append(errs, errors.New("--gateway is required"))
 	}
-	if c.queues < 1 || c.queues > 64 {
-		errs = append(errs, fmt.Errorf("--queues %d: want 1..64", c.queues))
+	if c.queues < 1 || c.queues > maxQueues {
+		errs = append(errs, fmt.Errorf("--queues %d: want 1..%d (one reader thread per queue; leave it unset for "+
+			"one queue per usable CPU, at most %d)", c.queues, maxQueues, maxQueues))
 	}
 	if c.queueFirst+uint(c.queues) > 65535 {
 		errs = append(errs, fmt.Errorf("--queue-first %d + --queues %d exceed queue 65535", c.queueFirst, c.queues))
 	}
-	if c.copyRange < 128 || c.copyRange > 65535 {
-		errs = append(errs, fmt.Errorf("--copy-range %d: want 128..65535 (headers of an ICMPv6 error quoting IPv6 need ~128)", c.copyRange))
+	if c.copyRange < minCopyRange || c.copyRange > nfqueue.MaxCopyRange {
+		errs = append(errs, fmt.Errorf("--copy-range %d: want %d..%d (headers of an ICMPv6 error quoting IPv6 need ~%d; "+
+			"the kernel copies at most %d bytes, NFQNL_MAX_COPY_RANGE)", c.copyRange, minCopyRange, nfqueue.MaxCopyRange,
+			minCopyRange, nfqueue.MaxCopyRange))
 	}
 	if c.drain < 0 {
 		errs = append(errs, fmt.Errorf("--drain %v: must not be negative", c.drain))
@@ -95,5 +120,6 @@ func (c *config) validate() error {
 	if c.metricsAddress == "" {
 		errs = append(errs, errors.New("--metrics-address is required (use 127.0.0.1:PORT to keep it local)"))
 	}
+	errs = append(errs, c.admin.validate())
 	return errors.Join(errs...)
 }

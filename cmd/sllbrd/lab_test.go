@@ -10,6 +10,7 @@ import (
 
 	"github.com/sllbrd/sllbrd/internal/harness/e2e"
 	"github.com/sllbrd/sllbrd/internal/harness/lab"
+	"github.com/sllbrd/sllbrd/internal/harness/require"
 )
 
 // sllbrdBinary is built once per test run by labSetup.
@@ -24,28 +25,18 @@ var (
 // with lbs LB namespaces and three targets, cleaned up with the test.
 func labSetup(t *testing.T, lbs int) *lab.Lab {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("lab tests skipped with -short")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("lab tests need root (network namespaces)")
-	}
-	if sllbrdBinary == "" {
-		root, err := e2e.ModuleRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir, err := os.MkdirTemp("", "sllbrd-bin-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sllbrdBinary, err = e2e.Build(context.Background(), root, dir); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return labWith(t, lab.Options{LBs: lbs, Targets: 3, Logger: t})
+}
+
+// labWith builds sllbrd once and returns a new lab made with opts, cleaned
+// up with the test.
+func labWith(t *testing.T, opts lab.Options) *lab.Lab {
+	t.Helper()
+	require.Lab(t)
+	buildSllbrd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	l, err := lab.New(ctx, lab.Options{LBs: lbs, Targets: 3, Logger: t})
+	l, err := lab.New(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

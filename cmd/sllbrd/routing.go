@@ -12,13 +12,14 @@ import (
 
 // startRouting creates the BGP speaker and the BFD supervision, feeding the
 // return path's next hops to the reconcile loop, which applies the
-// GatewayRouters and the VIP announcement (applier).
-func (d *daemon) startRouting(ctx context.Context) error {
+// GatewayRouters and the VIP announcement (applier). GoBGP itself starts
+// only once a GatewayRouter has bgp (bgp.OnDemand).
+func (d *daemon) startRouting(_ context.Context) error {
 	opts := []bgp.Option{bgp.WithLogger(d.log), bgp.WithWaitForBFD(d.cfg.waitForBFD)}
 	if d.cfg.routerID != "" {
 		opts = append(opts, bgp.WithRouterID(netip.MustParseAddr(d.cfg.routerID)))
 	}
-	sp, err := bgp.New(ctx, opts...)
+	sp, err := bgp.NewOnDemand(opts...)
 	if err != nil {
 		return fmt.Errorf("bgp: %w", err)
 	}

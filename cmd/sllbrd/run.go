@@ -37,7 +37,8 @@ type daemon struct {
 
 	applier *applier
 	uplink  *uplink.Uplink
-	speaker *bgp.Speaker
+	speaker *bgp.OnDemand
+	status  *configStatus // what sllbrd show config reports
 }
 
 func run(ctx context.Context, cfg *config, log *slog.Logger) error {
@@ -94,6 +95,7 @@ func newDaemon(cfg *config, log *slog.Logger) (*daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy routing: %w", err)
 	}
+	log.Info("nfqueue queues", "first", cfg.queueFirst, "queues", cfg.queues, "chosen-by", cfg.queuesRule)
 	d.queues, err = nfqueue.OpenGroup(uint16(cfg.queueFirst), cfg.queues,
 		nfqueue.WithCopyRange(cfg.copyRange), nfqueue.WithLockOSThread())
 	if err != nil {
@@ -114,7 +116,7 @@ func newDaemon(cfg *config, log *slog.Logger) (*daemon, error) {
 	} else if n > 0 {
 		log.Info("adopted the endpoint marks of a previous run's kernel path", "marks", n)
 	}
-	d.applier.dataplane = d.prog
+	d.applier.dataplane = d.recordStatus(d.prog)
 	d.registry = metrics.NewRegistry()
 	stats, err := engineStats(d, d.registry)
 	if err != nil {
@@ -144,6 +146,9 @@ func (d *daemon) run(ctx context.Context) error {
 	runCtx, stopAll := context.WithCancel(context.Background())
 	defer stopAll()
 	g, gctx := errgroup.WithContext(runCtx)
+	if err := d.serveAdmin(g, gctx); err != nil {
+		return err
+	}
 	g.Go(func() error { return d.engine.Serve(gctx, d.queues) })
 	g.Go(func() error { return d.loop.Run(gctx) })
 	g.Go(func() error { return d.source.Run(gctx) })

@@ -28,6 +28,8 @@ type configSource struct {
 	metrics *metrics.Config
 	run     func(ctx context.Context, emit func(manifest.Update)) error
 	ready   func() (bool, string) // the source's own readiness (nil: none)
+	// onUpdate sees every update (sllbrd show config); nil: none.
+	onUpdate func(manifest.Update)
 
 	mu       sync.Mutex
 	lastGen  uint64
@@ -37,8 +39,11 @@ type configSource struct {
 
 func newConfigSource(cfg *config, log *slog.Logger, loop *reconcile.Loop, m *metrics.Config) (*configSource, error) {
 	s := &configSource{log: log, loop: loop, metrics: m, problems: map[string]int{}}
+	// A byte match beyond the copy range can never match: a problem.
+	translateOpts := []translate.Option{translate.WithCopyRange(cfg.copyRange)}
 	if cfg.manifests != "" {
-		s.run = manifest.NewFileSource(cfg.manifests, cfg.gateway, manifest.WithLogger(log)).Run
+		s.run = manifest.NewFileSource(cfg.manifests, cfg.gateway, manifest.WithLogger(log),
+			manifest.WithTranslateOptions(translateOpts...)).Run
 		return s, nil
 	}
 	rc, err := restConfig(cfg.kubeconfig)
@@ -49,7 +54,7 @@ func newConfigSource(cfg *config, log *slog.Logger, loop *reconcile.Loop, m *met
 	if err != nil {
 		return nil, err
 	}
-	src, err := apiserver.NewSource(rc, ns, cfg.gateway, apiserver.WithLogger(log))
+	src, err := apiserver.NewSource(rc, ns, cfg.gateway, apiserver.WithLogger(log), apiserver.WithTranslateOptions(translateOpts...))
 	if err != nil {
 		return nil, fmt.Errorf("api server source: %w", err)
 	}
@@ -63,7 +68,13 @@ func (s *configSource) Run(ctx context.Context) error {
 }
 
 func (s *configSource) emit(u manifest.Update) {
-	now := time.Now()
+	seen := u.Observed // the change's first event: the apply latency runs from here
+	if seen.IsZero() {
+		seen = time.Now()
+	}
+	if s.onUpdate != nil {
+		s.onUpdate(u)
+	}
 	s.mu.Lock()
 	s.lastErr = u.Err
 	changed := u.State != nil && u.State.Generation != s.lastGen
@@ -89,7 +100,7 @@ func (s *configSource) emit(u manifest.Update) {
 		s.log.Warn("configuration problem", "problem", p.String())
 	}
 	if changed {
-		s.loop.SetState(u.State, now)
+		s.loop.SetState(u.State, seen)
 	}
 	// A missing Gateway keeps the last state programmed but withdraws its
 	// VIPs; set after the state, so that a Gateway coming back with a new

@@ -65,18 +65,23 @@ func inRanges(ranges []model.PortRange, port uint16) bool {
 // bytesHold evaluates one byte-match statement against the transport bytes;
 // it fails when l4 ends before the field does.
 func bytesHold(m *model.ByteMatch, l4 []byte) bool {
+	v, ok := byteField(m, l4)
+	return ok && v&m.Mask == m.Value
+}
+
+// byteField reads the field m tests, big-endian; false when l4 ends before
+// the field does.
+func byteField(m *model.ByteMatch, l4 []byte) (uint32, bool) {
 	off := int(m.Offset)
 	if off+int(m.Size) > len(l4) {
-		return false
+		return 0, false
 	}
-	var v uint32
 	switch m.Size {
 	case 1:
-		v = uint32(l4[off])
+		return uint32(l4[off]), true
 	case 2:
-		v = uint32(binary.BigEndian.Uint16(l4[off:]))
+		return uint32(binary.BigEndian.Uint16(l4[off:])), true
 	default:
-		v = binary.BigEndian.Uint32(l4[off:])
+		return binary.BigEndian.Uint32(l4[off:]), true
 	}
-	return v&m.Mask == m.Value
 }

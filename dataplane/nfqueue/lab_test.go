@@ -3,13 +3,13 @@ package nfqueue
 import (
 	"fmt"
 	"net/netip"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/sllbrd/sllbrd/internal/harness/netns"
+	"github.com/sllbrd/sllbrd/internal/harness/require"
 )
 
 // lab is a client namespace and a load-balancer namespace joined by a veth
@@ -35,11 +35,8 @@ const labQueue = 7
 // creates is deleted by name in t.Cleanup, also on failure.
 func newLab(t *testing.T, tag string, queues int) *lab {
 	t.Helper()
-	for _, tool := range []string{"ip", "iptables-nft", "iptables-nft-save"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("needs %s: %v", tool, err)
-		}
-	}
+	require.Root(t)
+	require.Programs(t, "ip", "iptables-nft", "iptables-nft-save")
 	l := &lab{vip: labVIP}
 	l.client, _ = netns.New(t, "sllbrd-q-"+tag+"-c")
 	l.lb, _ = netns.New(t, "sllbrd-q-"+tag+"-l")

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	gonfqueue "github.com/florianl/go-nfqueue/v2"
+
+	"github.com/sllbrd/sllbrd/internal/harness/require"
 )
 
 // floodResult is what one bounded flood measured.
@@ -54,9 +56,7 @@ func flood(t *testing.T, l *lab, verdicts func() uint64) floodResult {
 // second one queue verdicts under a bounded flood; it asserts only that
 // every received packet got a verdict and that the path allocates nothing.
 func TestIntegrationThroughput(t *testing.T) {
-	if testing.Short() {
-		t.Skip("throughput measurement skipped in -short mode")
-	}
+	require.Integration(t)
 	l := newLab(t, "t", 1)
 	q := openIn(t, l, labQueue, WithLockOSThread())
 	runQueue(t, q, portMarkHandler{})
@@ -74,9 +74,7 @@ func TestIntegrationThroughput(t *testing.T) {
 // TestIntegrationThroughputGoNfqueue runs the same flood against
 // florianl/go-nfqueue used as documented, for comparison (logged only).
 func TestIntegrationThroughputGoNfqueue(t *testing.T) {
-	if testing.Short() {
-		t.Skip("throughput measurement skipped in -short mode")
-	}
+	require.Integration(t)
 	l := newLab(t, "n", 1)
 	var nf *gonfqueue.Nfqueue
 	var err error

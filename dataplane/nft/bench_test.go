@@ -2,21 +2,19 @@ package nft
 
 import (
 	"net/netip"
-	"os"
 	"testing"
 
 	"github.com/google/nftables"
 
 	"github.com/sllbrd/sllbrd/internal/harness/netns"
+	"github.com/sllbrd/sllbrd/internal/harness/require"
 )
 
 // BenchmarkProgramVIPUpdate measures one incremental Program (replace the
 // elements of the VIP sets, one transaction) with 1000 IPv4 and 1000 IPv6
 // VIPs, in a fresh namespace.
 func BenchmarkProgramVIPUpdate(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root")
-	}
+	require.Root(b)
 	_, fd := netns.New(b, "sllbrd-k-nft")
 	conn, err := nftables.New(nftables.WithNetNSFd(fd))
 	if err != nil {

@@ -3,20 +3,18 @@ package nft
 import (
 	"encoding/json"
 	"net/netip"
-	"os/exec"
 	"slices"
 	"testing"
 
 	"github.com/google/nftables"
 
 	"github.com/sllbrd/sllbrd/internal/harness/netns"
+	"github.com/sllbrd/sllbrd/internal/harness/require"
 )
 
 func newKernelProgrammer(t *testing.T, ns string, fd int) *Programmer {
 	t.Helper()
-	if _, err := exec.LookPath("nft"); err != nil {
-		t.Skip("needs nft(8)")
-	}
+	require.Programs(t, "nft")
 	conn, err := nftables.New(nftables.WithNetNSFd(fd))
 	if err != nil {
 		t.Fatalf("nftables.New: %v", err)

@@ -31,11 +31,25 @@
 // marks calls Add, switches (commits its snapshot), and calls Prune only for
 // marks no packet can carry any more: dataplane.Programmer keeps a removed
 // endpoint's route in the desired set for a grace period first. A mark
-// that is given a new gateway has its route replaced in place (never
-// deleted and re-added), and the neighbour entry of the old gateway on the
-// old interface is flushed. Cleanup deletes all of ours, the catch-all
-// last. Add wraps ErrNoCatchAll when the catch-all could not be confirmed
-// in place: the caller must then queue nothing new.
+// that is given a new gateway has its route replaced in place, and the
+// neighbour entry of the old gateway on the old interface is flushed.
+// Cleanup deletes all of ours, the catch-all last. Add wraps
+// ErrNoCatchAll when the catch-all could not be confirmed in place: the
+// caller must then queue nothing new.
+//
+// No window without a route. A changed route (an endpoint's new gateway,
+// a return path's new set of gateways: one to several, several to others,
+// several to one) is written in one RTM_NEWROUTE with NLM_F_REPLACE that
+// carries every next hop, in both families; it is never deleted and
+// re-added. While it changes, a lookup in the table finds a route through
+// a gateway (the old one or the new one), never no route, never the
+// blackhole below it. IPv6 keeps one kernel route per next hop and the
+// kernel inserts a new set one hop at a time, the first replacing the old
+// set whole: for that instant a lookup may find only the first hops of the
+// new set (see NetlinkKernel.ReplaceRoute). Only a failing IPv6 change
+// (the kernel refuses a later hop of the set) leaves the key without a
+// route: the kernel takes back the hops it inserted, the blackhole drops,
+// Add returns the error and the next Add writes the set again.
 //
 // Ownership. Only objects in our ranges are ever changed: a rule is ours
 // when its priority is in Ranges.Priorities and it either looks up a table

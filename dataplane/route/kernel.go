@@ -120,7 +120,8 @@ type Kernel interface {
 	Routes() ([]Route, error)
 	AddRule(Rule) error
 	DeleteRule(Rule) error
-	// ReplaceRoute creates or overwrites the route with the same key.
+	// ReplaceRoute creates or overwrites the route with the same key in
+	// one operation: the key is never without a route while it changes.
 	ReplaceRoute(Route) error
 	DeleteRoute(Route) error
 	// DeleteNeighbour removes addr's neighbour entry on interface ifIndex;

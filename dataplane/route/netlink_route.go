@@ -3,7 +3,6 @@ package route
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"net/netip"
 
 	"github.com/jsimonetti/rtnetlink/v2"
@@ -77,16 +76,27 @@ func routeMessage(r Route) *rtnetlink.RouteMessage {
 	return m
 }
 
-// ReplaceRoute implements Kernel. IPv6 cannot replace a multipath route
-// in place reliably, so an existing route with the key is deleted first.
+// ReplaceRoute implements Kernel: one RTM_NEWROUTE with NLM_F_CREATE|
+// NLM_F_REPLACE carrying every next hop (RTA_GATEWAY for one, RTA_MULTIPATH
+// for several), in both families, so the table always has a route at the
+// key; never a delete and an add.
+//
+// IPv4 swaps the route whole. IPv6 keeps one kernel route per next hop (ECMP
+// siblings) and, for a message with RTA_MULTIPATH, inserts them one at a
+// time (net/ipv6/route.c, ip6_route_multipath_add): the first with
+// NLM_F_REPLACE replaces the route at the key together with all its siblings
+// (ip6_fib.c, fib6_add_rt2node: "Replacing an ECMP route, remove all
+// siblings"), each further one is appended as a sibling. A lookup meanwhile
+// finds the new route with the hops inserted so far, never none; one
+// RTM_NEWROUTE notification announces the whole set at the end, no
+// RTM_DELROUTE. The siblings are replaced correctly since the 2015 kernel
+// commit 27596472473a ("ipv6: fix ECMP route replacement"; before it the old
+// siblings stayed linked). TestIntegrationReplaceHopSets checks every
+// transition between one and several hops, in both families, on the running
+// kernel. If a later hop fails, the kernel removes the hops it inserted: the
+// key has no route (the blackhole below it drops) and the error is returned,
+// for the next Add to retry.
 func (k *NetlinkKernel) ReplaceRoute(r Route) error {
-	if r.Family == IPv6 {
-		err := k.rt.Route.Delete(deleteMessage(r))
-		if err != nil && !errors.Is(err, unix.ESRCH) && !errors.Is(err, unix.ENOENT) {
-			return fmt.Errorf("delete before replace: %w", err)
-		}
-		return k.rt.Route.Add(routeMessage(r))
-	}
 	return k.rt.Route.Replace(routeMessage(r))
 }
 

@@ -4,6 +4,8 @@
 //   - dataplane (and its subpackages), maglev and bfd never depend on
 //     Kubernetes (k8s.io, sigs.k8s.io), GoBGP, kube or bgp;
 //   - bgp and bfd never depend on each other (cmd/sllbrd wires them);
+//   - internal/admin (the admin socket) depends on none of Kubernetes,
+//     GoBGP, bgp, bfd or dataplane: sllbrd fills its result types;
 //   - model and maglev depend on the standard library only (model may use
 //     nothing but the standard library, so every package can share it);
 //   - nothing that ships in bin/sllbrd depends on internal/harness (the lab,

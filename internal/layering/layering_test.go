@@ -33,12 +33,15 @@ var rules = []rule{
 	{"bfd", append(thirdPartyKube, "github.com/prometheus/")},
 	{"bgp", []string{module + "/bfd", module + "/dataplane", module + "/kube", "k8s.io/"}},
 	{"model", []string{"k8s.io/", "sigs.k8s.io/", "github.com/"}},
+	{"internal/admin", append(thirdPartyKube, module+"/dataplane", module+"/bfd")},
+	// The target pod's side knows netlink and plain types only.
+	{"internal/targetnet", append(thirdPartyKube, module+"/dataplane", "github.com/prometheus/")},
 }
 
 // shipped are the packages linked into the sllbrd binary (and their
 // subpackages): none may depend on the test harness.
 var shipped = []string{"cmd", "dataplane", "maglev", "bfd", "bgp", "kube", "model",
-	"internal/metrics", "internal/reconcile", "internal/uplink"}
+	"internal/metrics", "internal/reconcile", "internal/uplink", "internal/admin", "internal/targetnet"}
 
 func init() {
 	for _, dir := range shipped {

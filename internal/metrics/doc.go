@@ -19,6 +19,8 @@
 //     of each component of an apply: dataplane, gateway routers, VIP
 //     announcement).
 //   - ReadyGauge: sllbrd_ready, evaluated from the same function as /readyz.
+//   - BFDStateLabel, BFDDiagnosticLabel: the label values of the BFD
+//     session metrics, for other views of the sessions (sllbrd show).
 //
 // Promises:
 //   - Metric names start with sllbrd_, counters end in _total and values

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/sllbrd/sllbrd/bfd"
+	"github.com/sllbrd/sllbrd/internal/targetnet"
 )
 
 // registerAll registers every collector of the package on reg, each with
@@ -18,10 +19,14 @@ func registerAll(t *testing.T, reg prometheus.Registerer) {
 	cfg := NewConfig()
 	cfg.ObserveApply(1, time.Now().Add(-time.Millisecond), time.Now(), nil)
 	cfg.SetProblems(map[string]int{"unknown_service": 1})
+	cfg.ObserveComponent("dataplane", nil)
 	ctl := NewController()
 	ctl.SetLeader(true)
 	ctl.ObserveReconcile("Service", ResultSuccess, time.Millisecond)
 	ctl.SetService("service-a", 3, 1, map[string]int{"NoNetworkStatus": 2})
+	tgt := NewTarget()
+	tgt.ObserveApply(targetnet.Outcome{Generation: 1, Result: targetnet.Result{Gateways: []targetnet.GatewayResult{{Name: "sllb-a"}}}})
+	tgt.ObserveStatusWrite(nil)
 	reg.MustRegister(
 		NewEngineCollector(trafficEngine(t)),
 		NewNFQueueCollector(fakeQueues, WithProcStatsPath(writeProcFile(t, procTable))),
@@ -29,7 +34,7 @@ func registerAll(t *testing.T, reg prometheus.Registerer) {
 		NewBGPCollector(func() []BGPPeer {
 			return []BGPPeer{{Peer: netip.MustParseAddr("192.0.2.254"), Router: "gw", State: BGPStateIdle}}
 		}),
-		cfg, ctl,
+		cfg, ctl, tgt,
 		ReadyGauge(func() (bool, []string) { return true, nil }),
 	)
 }

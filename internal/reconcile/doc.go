@@ -8,7 +8,11 @@
 //
 // Producers (the configuration source, the uplink supervisor) Set their part
 // of the desired state at any rate; the loop applies the latest complete
-// state at most once per MinInterval, so a burst of changes costs one apply.
+// state. A change after a quiet period is applied at once, and one that
+// follows the previous apply waits at most MinInterval (50 ms) from it;
+// while changes keep coming during the waits (a burst), the interval doubles
+// up to MaxInterval (1 s), so a burst of a second costs about six applies
+// and no change waits longer than MaxInterval (spacing.go).
 // A failed apply is retried with exponential backoff; a successful one is
 // repeated every ResyncInterval to heal drift (someone flushed our rules).
 // Nothing is applied before the first configuration arrives: the

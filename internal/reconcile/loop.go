@@ -61,12 +61,13 @@ type Loop struct {
 	mu      sync.Mutex
 	desired Desired
 	pending bool      // desired changed since the last apply started
+	changes int       // changes since the last apply started
 	rerun   time.Time // earliest re-apply asked for with RunBy (zero: none)
 	status  Status
 }
 
 type options struct {
-	minInterval, resync, minBackoff, maxBackoff time.Duration
+	minInterval, maxInterval, resync, minBackoff, maxBackoff time.Duration
 }
 
 // Option configures a Loop.
@@ -74,6 +75,10 @@ type Option func(*options)
 
 // WithMinInterval sets the least time between two applies (default 50 ms).
 func WithMinInterval(d time.Duration) Option { return func(o *options) { o.minInterval = d } }
+
+// WithMaxInterval caps the interval between applies that widens during a
+// burst of changes (default 1 s): no change waits longer than this.
+func WithMaxInterval(d time.Duration) Option { return func(o *options) { o.maxInterval = d } }
 
 // WithResync sets how often a healthy state is re-applied (default 30 s; 0: never).
 func WithResync(d time.Duration) Option { return func(o *options) { o.resync = d } }
@@ -85,7 +90,7 @@ func WithBackoff(min, max time.Duration) Option {
 
 // New returns a loop that calls apply.
 func New(apply ApplyFunc, opts ...Option) *Loop {
-	o := options{minInterval: 50 * time.Millisecond, resync: 30 * time.Second, minBackoff: 100 * time.Millisecond, maxBackoff: 10 * time.Second}
+	o := options{minInterval: 50 * time.Millisecond, maxInterval: time.Second, resync: 30 * time.Second, minBackoff: 100 * time.Millisecond, maxBackoff: 10 * time.Second}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -102,6 +107,7 @@ func (l *Loop) SetState(st *model.State, changed time.Time) {
 	l.status.Configured = true
 	l.status.Desired = st.Generation
 	l.pending = true
+	l.changes++
 	l.mu.Unlock()
 	l.wake()
 }
@@ -138,6 +144,7 @@ func (l *Loop) update(set func() bool) {
 		l.desired.Changed = time.Now()
 	}
 	l.pending = true
+	l.changes++
 	l.mu.Unlock()
 	l.wake()
 }
@@ -185,6 +192,7 @@ func (l *Loop) Run(ctx context.Context) error {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	var last time.Time
+	space := spacing{min: l.opts.minInterval, max: l.opts.maxInterval}
 	for {
 		select {
 		case <-ctx.Done():
@@ -195,34 +203,36 @@ func (l *Loop) Run(ctx context.Context) error {
 			l.pending = l.pending || l.status.Configured // retry or resync
 			l.mu.Unlock()
 		}
-		if wait := time.Until(last.Add(l.opts.minInterval)); wait > 0 {
+		if wait := space.wait(time.Since(last)); wait > 0 {
 			select {
 			case <-ctx.Done():
 				return nil
 			case <-time.After(wait): // coalesce what arrives meanwhile
 			}
 		}
-		d, ok := l.take()
+		d, changes, ok := l.take()
 		if !ok {
 			continue
 		}
+		space.applied(changes)
 		last = time.Now()
 		err := l.apply(ctx, d)
 		timer.Reset(l.sooner(l.finish(d, err)))
 	}
 }
 
-// take returns the desired state to apply, if any is pending.
-func (l *Loop) take() (Desired, bool) {
+// take returns the desired state to apply, if any is pending, and how many
+// changes it takes up.
+func (l *Loop) take() (Desired, int, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.pending || l.desired.State == nil {
-		return Desired{}, false
+		return Desired{}, 0, false
 	}
 	l.pending = false
-	d := l.desired
-	l.desired.Changed = time.Time{}
-	return d, true
+	d, changes := l.desired, l.changes
+	l.desired.Changed, l.changes = time.Time{}, 0
+	return d, changes, true
 }
 
 // finish records an apply's outcome and returns when to run again.

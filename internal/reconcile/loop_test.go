@@ -55,12 +55,15 @@ func start(t *testing.T, r *recorder, opts ...Option) *Loop {
 	return l
 }
 
+// wait waits until cond holds, checking after every apply and every
+// millisecond (the loop records an apply's outcome after it returns).
 func wait(t *testing.T, r *recorder, cond func() bool) {
 	t.Helper()
 	deadline := time.After(5 * time.Second)
 	for !cond() {
 		select {
 		case <-r.notify:
+		case <-time.After(time.Millisecond):
 		case <-deadline:
 			t.Fatal("condition not reached in 5 s")
 		}
@@ -111,7 +114,7 @@ func TestFailuresAreRetriedUntilReady(t *testing.T) {
 	r := &recorder{fail: 3}
 	l := start(t, r, WithResync(0))
 	l.SetState(gen(7), time.Now())
-	wait(t, r, func() bool { _, n := r.last(); return n == 1 })
+	wait(t, r, func() bool { _, n := r.last(); return n == 1 && l.Status().Attempts == 0 })
 	s := l.Status()
 	if !s.Ready() || s.Applied != 7 || s.Attempts != 0 {
 		t.Fatalf("status after recovery: %+v", s)

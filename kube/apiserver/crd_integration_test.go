@@ -1,6 +1,7 @@
 package apiserver_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -99,6 +100,38 @@ func TestIntegrationCRDValidation(t *testing.T) {
 			[]string{"spec.bgp.bfd.localAddress", "must be an IPv4 or IPv6 address"}},
 		{"BFD local address of the other family", router, set("fd00:169::1", "spec", "bgp", "bfd", "localAddress"),
 			[]string{"bfd.localAddress must be of the address family of address"}},
+		{"password Secret without a name", router, set(map[string]any{"key": "password"}, "spec", "bgp", "passwordSecretRef"),
+			[]string{"spec.bgp.passwordSecretRef.name", "Required value"}},
+		{"password Secret key with a slash", router, set(map[string]any{"name": "a", "key": "a/b"}, "spec", "bgp", "passwordSecretRef"),
+			[]string{"spec.bgp.passwordSecretRef.key", "should match"}},
+		{"password to a link-local peer", router, func(o *unstructured.Unstructured) {
+			set("fe80::150", "spec", "address")(o)
+			set(map[string]any{"name": "bgp-auth"}, "spec", "bgp", "passwordSecretRef")(o)
+		}, []string{"bgp.passwordSecretRef needs an address that is not IPv6 link-local"}},
+		{"TTL security on iBGP", router, func(o *unstructured.Unstructured) {
+			set(int64(4248829953), "spec", "bgp", "localASN")(o)
+			set(map[string]any{}, "spec", "bgp", "ttlSecurity")(o)
+		}, []string{"ttlSecurity is for eBGP sessions only"}},
+		{"TTL security 255 hops", router, set(map[string]any{"hops": int64(255)}, "spec", "bgp", "ttlSecurity"),
+			[]string{"spec.bgp.ttlSecurity.hops", "should be less than or equal to 254"}},
+		{"community above 65535", router, set([]any{"65536:1"}, "spec", "bgp", "communities"),
+			[]string{"spec.bgp.communities[0]", "must be AS:value with numbers in 0..65535"}},
+		{"community by name", router, set([]any{"no-export"}, "spec", "bgp", "communities"),
+			[]string{"spec.bgp.communities[0]", "should match"}},
+		{"duplicate community", router, set([]any{"1:1", "1:1"}, "spec", "bgp", "communities"),
+			[]string{"spec.bgp.communities[1]", "Duplicate value"}},
+		{"33 communities", router, set(manyCommunities(33), "spec", "bgp", "communities"),
+			[]string{"spec.bgp.communities", "must have at most 32 items"}},
+		{"large community above 32 bits", router, set([]any{"4294967296:0:0"}, "spec", "bgp", "largeCommunities"),
+			[]string{"spec.bgp.largeCommunities[0]", "must be global:local1:local2 with numbers in 0..4294967295"}},
+		{"large community of two numbers", router, set([]any{"1:2"}, "spec", "bgp", "largeCommunities"),
+			[]string{"spec.bgp.largeCommunities[0]", "should match"}},
+		{"local preference on eBGP", router, set(int64(200), "spec", "bgp", "localPreference"),
+			[]string{"localPreference is sent over iBGP sessions only"}},
+		{"local preference 0", router, func(o *unstructured.Unstructured) {
+			set(int64(4248829953), "spec", "bgp", "localASN")(o)
+			set(int64(0), "spec", "bgp", "localPreference")(o)
+		}, []string{"spec.bgp.localPreference", "should be greater than or equal to 1"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,4 +174,38 @@ func TestIntegrationCRDValidation(t *testing.T) {
 	if _, err := e.client.Create(e.ctx, e.ns, mh); err != nil {
 		t.Errorf("create a router with multihop BFD: %v", err)
 	}
+
+	// Session protection and VIP attributes are accepted, with the
+	// defaults of the password key and of the TTL security hops.
+	prot := router()
+	prot.SetName("protected")
+	set(map[string]any{"name": "bgp-auth"}, "spec", "bgp", "passwordSecretRef")(prot)
+	set(map[string]any{}, "spec", "bgp", "ttlSecurity")(prot)
+	set(manyCommunities(32), "spec", "bgp", "communities")(prot)
+	set([]any{"4294967295:0:4294967295"}, "spec", "bgp", "largeCommunities")(prot)
+	got, err = e.client.Create(e.ctx, e.ns, prot)
+	if err != nil {
+		t.Fatalf("create a router with a password, TTL security and communities: %v", err)
+	}
+	key, _, _ := unstructured.NestedString(got.Object, "spec", "bgp", "passwordSecretRef", "key")
+	hops, _, _ := unstructured.NestedInt64(got.Object, "spec", "bgp", "ttlSecurity", "hops")
+	if key != "password" || hops != 1 {
+		t.Errorf("defaults: passwordSecretRef.key %q ttlSecurity.hops %d, want password and 1", key, hops)
+	}
+	ibgp := router()
+	ibgp.SetName("ibgp-preferred")
+	set(int64(4248829953), "spec", "bgp", "localASN")(ibgp)
+	set(int64(4294967295), "spec", "bgp", "localPreference")(ibgp)
+	if _, err := e.client.Create(e.ctx, e.ns, ibgp); err != nil {
+		t.Errorf("create an iBGP router with a local preference: %v", err)
+	}
+}
+
+// manyCommunities returns n distinct communities.
+func manyCommunities(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("65000:%d", i)
+	}
+	return out
 }

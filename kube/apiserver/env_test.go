@@ -123,7 +123,13 @@ type running struct {
 // startSource runs a Source as the sllbrd ServiceAccount until the test ends.
 func (e *env) startSource(opts ...apiserver.Option) *running {
 	e.t.Helper()
-	src, err := apiserver.NewSource(e.sllbrd, e.ns, gatewayName, opts...)
+	return e.startSourceWith(e.sllbrd, opts...)
+}
+
+// startSourceWith runs a Source with cfg until the test ends.
+func (e *env) startSourceWith(cfg *rest.Config, opts ...apiserver.Option) *running {
+	e.t.Helper()
+	src, err := apiserver.NewSource(cfg, e.ns, gatewayName, opts...)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -18,8 +18,12 @@ import (
 
 // Defaults of the Source options.
 const (
-	DefaultDebounce      = 100 * time.Millisecond
-	DefaultMaxDelay      = time.Second
+	// DefaultDebounce is how long the objects must stay unchanged before a
+	// rebuild: the events of one kubectl apply come together.
+	DefaultDebounce = 5 * time.Millisecond
+	// DefaultMaxDelay bounds how long a stream of events delays a rebuild;
+	// the reconcile loop's own minimum interval (50 ms) spaces the applies.
+	DefaultMaxDelay      = 50 * time.Millisecond
 	DefaultProbeInterval = 2 * time.Second
 	// ReportingController names sllbrd in the Events it writes.
 	ReportingController = "sllbrd"
@@ -32,23 +36,30 @@ type Source struct {
 	gateways           gatewayclient.Interface
 	crds               rest.Interface
 	debounce, maxDelay time.Duration
+	window             *manifest.Window // maxDelay, widened under bursts (Run's goroutine only)
 	probeInterval      time.Duration
 	log                *slog.Logger
-	health             health
+	translateOpts      []translate.Option
+	health             *health
+
+	readyMu  sync.Mutex
+	wasReady bool // readiness last logged
 }
 
 // Option configures a Source.
 type Option func(*Source)
 
 // WithDebounce sets how long the objects must stay unchanged before a
-// rebuild (quiet, default 100ms) and the longest a burst can delay one
-// (max, default 1s).
+// rebuild (quiet, default 5ms) and the longest a burst can delay one
+// (max, default 50ms; it doubles while a burst goes on, up to
+// manifest.MaxDelayCap, and returns once changes go quiet).
 func WithDebounce(quiet, max time.Duration) Option {
 	return func(s *Source) { s.debounce, s.maxDelay = quiet, max }
 }
 
 // WithProbeInterval sets how often the API server's /readyz is read to
-// decide readiness (default 2s); a watch failure triggers a read at once.
+// decide readiness (default 2s); a list or watch failure, or a watch
+// stream ending, triggers a read at once.
 func WithProbeInterval(d time.Duration) Option {
 	return func(s *Source) { s.probeInterval = d }
 }
@@ -56,6 +67,12 @@ func WithProbeInterval(d time.Duration) Option {
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option {
 	return func(s *Source) { s.log = l }
+}
+
+// WithTranslateOptions passes options to every translation (e.g.
+// translate.WithCopyRange); the Problems they find become Events too.
+func WithTranslateOptions(opts ...translate.Option) Option {
+	return func(s *Source) { s.translateOpts = append(s.translateOpts, opts...) }
 }
 
 // NewSource returns a source for the Gateway gatewayName in namespace,
@@ -71,6 +88,7 @@ func NewSource(cfg *rest.Config, namespace, gatewayName string, opts ...Option) 
 		maxDelay:      DefaultMaxDelay,
 		probeInterval: DefaultProbeInterval,
 		log:           slog.Default(),
+		health:        newHealth(),
 	}
 	for _, o := range opts {
 		o(s)
@@ -88,8 +106,9 @@ func NewSource(cfg *rest.Config, namespace, gatewayName string, opts ...Option) 
 	return s, nil
 }
 
-// Ready reports whether the source has synced and the API server answers;
-// when not, the reason says why.
+// Ready reports whether the source has synced, the API server answers and
+// the watches have resumed after any interruption (see the package
+// documentation); when not, the reason says why.
 func (s *Source) Ready() (bool, string) { return s.health.ready() }
 
 // Run watches until ctx is done and calls emit (from Run's goroutine) with
@@ -99,14 +118,10 @@ func (s *Source) Ready() (bool, string) { return s.health.ready() }
 func (s *Source) Run(ctx context.Context, emit func(manifest.Update)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	defer wg.Wait() // after cancel: the informers and the prober end
+	defer wg.Wait() // after cancel: the informers, the prober and the resumer end
 	defer cancel()
 	changed := make(chan struct{}, 1)
-	probeNow := make(chan struct{}, 1)
-	w, err := s.newWatchers(changed, func(err error) {
-		s.health.watchFailed(err)
-		signal(probeNow)
-	})
+	w, err := s.newWatchers(changed)
 	if err != nil {
 		return err
 	}
@@ -116,27 +131,35 @@ func (s *Source) Run(ctx context.Context, emit func(manifest.Update)) error {
 	}
 	defer stopEvents()
 	w.start(ctx, &wg)
-	wg.Go(func() { s.probe(ctx, probeNow) })
+	secrets := s.newSecretWatch(changed)
+	defer secrets.stop()
+	wg.Go(func() { s.probe(ctx) })
+	wg.Go(func() { s.resume(ctx, w, changed) })
 	if !cache.WaitForCacheSync(ctx.Done(), w.hasSynced...) {
 		return nil
 	}
-	s.health.setSynced()
 	s.log.Info("API server source synced", "namespace", s.namespace, "gateway", s.gateway)
 	var pub manifest.Publisher
 	for {
+		_, caughtUp := s.health.epochs() // what the caches reflect at least
+		observed := w.takeObserved()
 		snap, err := w.snapshot(s.namespace, s.gateway)
 		var u manifest.Update
 		var emitNow bool
 		if err != nil {
 			u, emitNow = pub.Apply(nil, nil, err)
 		} else {
-			state, problems, terr := translate.Translate(snap)
+			snap.Secrets = secrets.follow(ctx, snap.Routers)
+			state, problems, terr := translate.Translate(snap, s.translateOpts...)
 			u, emitNow = pub.Apply(state, problems, terr)
 			reporter.report(snap, problems)
 		}
 		if emitNow {
+			u.Observed = observed
 			emit(u)
 		}
+		s.health.published(caughtUp)
+		s.logReadiness()
 		if !s.waitForBurst(ctx, changed) {
 			return nil
 		}
@@ -151,7 +174,11 @@ func (s *Source) waitForBurst(ctx context.Context, changed <-chan struct{}) bool
 		return false
 	case <-changed:
 	}
-	deadline := time.NewTimer(s.maxDelay)
+	if s.window == nil {
+		s.window = manifest.NewWindow(s.maxDelay)
+	}
+	s.window.Begin(time.Now())
+	deadline := time.NewTimer(s.window.Max())
 	defer deadline.Stop()
 	quiet := time.NewTimer(s.debounce)
 	defer quiet.Stop()
@@ -160,8 +187,10 @@ func (s *Source) waitForBurst(ctx context.Context, changed <-chan struct{}) bool
 		case <-ctx.Done():
 			return false
 		case <-deadline.C:
+			s.window.End(time.Now(), true)
 			return true
 		case <-quiet.C:
+			s.window.End(time.Now(), false)
 			return true
 		case <-changed:
 			quiet.Reset(s.debounce)

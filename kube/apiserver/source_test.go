@@ -7,28 +7,99 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 )
 
+// TestHealth walks readiness through a first sync, an interruption and
+// its resumption, a failed probe, and an interruption that comes while a
+// resumption is being published.
 func TestHealth(t *testing.T) {
-	var h health
-	steps := []struct {
-		do       func()
-		want     bool
-		contains string
-	}{
-		{func() {}, false, "waiting for the first sync"},
-		{func() { h.watchFailed(errors.New("forbidden")) }, false, "forbidden"},
-		{h.setSynced, true, ""},
-		{func() { h.probed(errors.New("connection refused")) }, false, "unreachable, keeping the last state: connection refused"},
-		{func() { h.probed(nil) }, true, ""},
+	h := newHealth()
+	kinds := []string{"Gateway", "Service"}
+	for _, k := range kinds {
+		h.register(k)
 	}
-	for i, s := range steps {
-		s.do()
+	check := func(step string, want bool, contains string) {
+		t.Helper()
 		ok, why := h.ready()
-		if ok != s.want || !strings.Contains(why, s.contains) || (ok && why != "") {
-			t.Errorf("step %d: ready() = %v %q, want %v containing %q", i, ok, why, s.want, s.contains)
+		if ok != want || !strings.Contains(why, contains) || (ok && why != "") {
+			t.Errorf("%s: ready() = %v %q, want %v containing %q", step, ok, why, want, contains)
 		}
+	}
+	resumable := func(step string, want bool) uint64 {
+		t.Helper()
+		e, ok := h.resumable(kinds)
+		if ok != want {
+			t.Errorf("%s: resumable = %v, want %v", step, ok, want)
+		}
+		return e
+	}
+	check("start", false, "waiting for the first sync")
+	h.interrupted(errors.New("forbidden"))
+	check("list failed before the first sync", false, "forbidden")
+	resumable("before the first sync", false)
+	h.published(caughtUp(h))
+	check("first sync after a failure", false, "not yet resumed (no watch of Gateway, Service) after: forbidden")
+	h.streamOpened("Gateway")
+	resumable("one kind without a watch stream", false)
+	h.streamOpened("Service")
+	e := resumable("every kind watched", true)
+	h.published(caughtUp(h))
+	check("published before catching up", false, "not yet resumed after: forbidden")
+	h.setCaughtUp(e)
+	resumable("caught up", false)
+	h.published(caughtUp(h))
+	check("published after catching up", true, "")
+
+	h.probed(errors.New("connection refused"))
+	check("probe failed", false, "unreachable, keeping the last state: connection refused")
+	resumable("server unreachable", false)
+	h.probed(nil)
+	check("probe answered, watches not checked", false, "not yet resumed after: probe: connection refused")
+	e = resumable("server answers", true)
+	h.setCaughtUp(e)
+	before := caughtUp(h)
+	h.interrupted(errors.New("watch Service: too old resource version"))
+	h.published(before)
+	check("interrupted while publishing", false, "too old resource version")
+	h.streamClosed("Service")
+	resumable("a stream ended", false)
+	check("a stream ended", false, "(no watch of Service)")
+}
+
+func caughtUp(h *health) uint64 {
+	_, c := h.epochs()
+	return c
+}
+
+// TestVersionsHeldBy: a cache holds a read when it has exactly the objects
+// and versions read, or an object of the read's version or later.
+func TestVersionsHeldBy(t *testing.T) {
+	obj := func(name, rv string) any {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
+	}
+	read := versions{byKey: map[string]string{"ns/a": "10", "ns/b": "12"}, read: "20"}
+	for _, tc := range []struct {
+		name   string
+		cached []any
+		want   bool
+	}{
+		{"same objects and versions", []any{obj("a", "10"), obj("b", "12")}, true},
+		{"an older version", []any{obj("a", "10"), obj("b", "11")}, false},
+		{"an object missing", []any{obj("a", "10")}, false},
+		{"an extra object", []any{obj("a", "10"), obj("b", "12"), obj("c", "5")}, false},
+		{"a change after the read", []any{obj("a", "10"), obj("b", "21")}, true},
+		{"a change at the read's version", []any{obj("a", "20")}, true},
+		{"a version that is not a number", []any{obj("a", "x"), obj("b", "12")}, false},
+	} {
+		if got := read.heldBy(tc.cached); got != tc.want {
+			t.Errorf("%s: heldBy = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	empty := versions{byKey: map[string]string{}, read: "opaque"}
+	if !empty.heldBy(nil) || empty.heldBy([]any{obj("a", "99")}) {
+		t.Errorf("empty read: an empty cache must hold it, a non-empty one (opaque read version) must not")
 	}
 }
 

@@ -4,18 +4,18 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	corev1informers "k8s.io/client-go/informers/core/v1"
-	discoveryv1informers "k8s.io/client-go/informers/discovery/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	gatewayv1informers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions/apis/v1"
 
 	"github.com/sllbrd/sllbrd/kube"
 	"github.com/sllbrd/sllbrd/kube/api/v1alpha1"
@@ -33,15 +33,18 @@ const (
 // newCRDClient returns a REST client for the v1alpha1 custom resources.
 func newCRDClient(cfg *rest.Config) (rest.Interface, error) { return v1alpha1.NewRESTClient(cfg) }
 
-// watchers are the informers of one Source.
+// watchers are the informers of one Source, each on its link.
 type watchers struct {
 	gateways, routes, services, slices, routers cache.SharedIndexInformer
+	links                                       []*link
 	hasSynced                                   []cache.InformerSynced
+	// observed is when the first event not yet taken happened (unix ns; 0:
+	// none), for the apply latency.
+	observed atomic.Int64
 }
 
-// newWatchers builds the informers, each calling changed on every event and
-// watchFailed when a list or watch fails.
-func (s *Source) newWatchers(changed chan<- struct{}, watchFailed func(error)) (*watchers, error) {
+// newWatchers builds the informers, each calling changed on every event.
+func (s *Source) newWatchers(changed chan<- struct{}) (*watchers, error) {
 	ns := s.namespace
 	byName := func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.gateway).String()
@@ -51,42 +54,66 @@ func (s *Source) newWatchers(changed chan<- struct{}, watchFailed func(error)) (
 	}
 	ofServices := func(o *metav1.ListOptions) { o.LabelSelector = kube.LabelServiceName }
 	allObjects := func(*metav1.ListOptions) {}
-	w := &watchers{
-		gateways: gatewayv1informers.NewFilteredGatewayInformer(s.gateways, ns, 0, cache.Indexers{}, byName),
-		routes: cache.NewSharedIndexInformer(cache.NewFilteredListWatchFromClient(
-			s.crds, resourceL34Routes, ns, allObjects), &v1alpha1.L34Route{}, 0, cache.Indexers{}),
-		services: corev1informers.NewFilteredServiceInformer(s.kube, ns, 0, cache.Indexers{}, proxied),
-		slices:   discoveryv1informers.NewFilteredEndpointSliceInformer(s.kube, ns, 0, cache.Indexers{}, ofServices),
-		routers: cache.NewSharedIndexInformer(cache.NewFilteredListWatchFromClient(
-			s.crds, resourceGatewayRouters, ns, proxied), &v1alpha1.GatewayRouter{}, 0, cache.Indexers{}),
+	w := &watchers{}
+	informer := func(kind string, c cache.Getter, resource string, modify func(*metav1.ListOptions), obj runtime.Object) cache.SharedIndexInformer {
+		l := newLink(kind, cache.NewFilteredListWatchFromClient(c, resource, ns, modify), s.health)
+		l.informer = cache.NewSharedIndexInformer(l, obj, 0, cache.Indexers{})
+		w.links = append(w.links, l)
+		return l.informer
 	}
-	notify := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { signal(changed) },
-		UpdateFunc: func(any, any) { signal(changed) },
-		DeleteFunc: func(any) { signal(changed) },
-	}
-	onError := func(_ *cache.Reflector, err error) { watchFailed(err) }
-	for _, inf := range w.all() {
-		if err := inf.SetWatchErrorHandler(onError); err != nil {
+	w.gateways = informer("Gateway", s.gateways.GatewayV1().RESTClient(), "gateways", byName, &gatewayv1.Gateway{})
+	w.routes = informer("L34Route", s.crds, resourceL34Routes, allObjects, &v1alpha1.L34Route{})
+	w.services = informer("Service", s.kube.CoreV1().RESTClient(), "services", proxied, &corev1.Service{})
+	w.slices = informer("EndpointSlice", s.kube.DiscoveryV1().RESTClient(), "endpointslices", ofServices, &discoveryv1.EndpointSlice{})
+	w.routers = informer("GatewayRouter", s.crds, resourceGatewayRouters, proxied, &v1alpha1.GatewayRouter{})
+	onError := func(_ *cache.Reflector, err error) { s.log.Debug("API server list/watch failed", "err", err) }
+	for _, l := range w.links {
+		notify := func() {
+			w.observed.CompareAndSwap(0, time.Now().UnixNano())
+			signal(changed)
+			signal(l.changed)
+		}
+		if err := l.informer.SetTransform(trimForCache); err != nil {
+			return nil, fmt.Errorf("apiserver: transform: %w", err)
+		}
+		if err := l.informer.SetWatchErrorHandler(onError); err != nil {
 			return nil, fmt.Errorf("apiserver: watch error handler: %w", err)
 		}
-		reg, err := inf.AddEventHandler(notify)
+		reg, err := l.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { notify() },
+			UpdateFunc: func(any, any) { notify() },
+			DeleteFunc: func(any) { notify() },
+		})
 		if err != nil {
 			return nil, fmt.Errorf("apiserver: event handler: %w", err)
 		}
-		w.hasSynced = append(w.hasSynced, inf.HasSynced, reg.HasSynced)
+		w.hasSynced = append(w.hasSynced, l.informer.HasSynced, reg.HasSynced)
 	}
 	return w, nil
 }
 
-func (w *watchers) all() []cache.SharedIndexInformer {
-	return []cache.SharedIndexInformer{w.gateways, w.routes, w.services, w.slices, w.routers}
+// kinds names the watched kinds.
+func (w *watchers) kinds() []string {
+	var kinds []string
+	for _, l := range w.links {
+		kinds = append(kinds, l.kind)
+	}
+	return kinds
+}
+
+// takeObserved returns when the first event since the last call happened
+// (zero if none did).
+func (w *watchers) takeObserved() time.Time {
+	if ns := w.observed.Swap(0); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
 
 // start runs the informers until ctx is done.
 func (w *watchers) start(ctx context.Context, wg *sync.WaitGroup) {
-	for _, inf := range w.all() {
-		wg.Go(func() { inf.RunWithContext(ctx) })
+	for _, l := range w.links {
+		wg.Go(func() { l.informer.RunWithContext(ctx) })
 	}
 }
 

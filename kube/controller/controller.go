@@ -142,6 +142,7 @@ func New(cfg *rest.Config, namespace string, opts ...Option) (*Controller, error
 		KindService:       c.reconcileService,
 		KindL34Route:      c.reconcileL34Route,
 		KindGatewayRouter: c.reconcileGatewayRouter,
+		KindPod:           c.reconcilePod,
 	}
 	if c.inf, err = c.newInformers(); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -144,7 +145,10 @@ func TestIntegrationDeployment(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		edited := strings.Replace(string(tmpl), "image: ghcr.io/sllbrd/sllbrd:latest", "image: registry.example.org/sllbrd:v2", 1)
+		edited := regexp.MustCompile(`image: ghcr.io/sllbrd/sllbrd:\S+`).ReplaceAllString(string(tmpl), "image: registry.example.org/sllbrd:v2")
+		if edited == string(tmpl) {
+			t.Fatal("the shipped template names no ghcr.io/sllbrd/sllbrd image to edit")
+		}
 		e.setConfigMap(controller.DefaultTemplateConfigMap, sllbr.TemplateKey, edited)
 		e.waitDeployment("the edited template's image", func(d *appsv1.Deployment) bool {
 			return d.Spec.Template.Spec.Containers[0].Image == "registry.example.org/sllbrd:v2"

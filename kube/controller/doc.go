@@ -8,7 +8,14 @@
 //   - writes the status of GatewayClasses, Gateways, L34Routes and
 //     GatewayRouters (kube/controller/status);
 //   - creates and updates each Gateway's SLLBR Deployment from an editable
-//     template and the Gateway's parameters (kube/controller/sllbr).
+//     template and the Gateway's parameters (kube/controller/sllbr);
+//   - writes the desired network configuration of every endpoint pod of
+//     the Gateways' Services into its kube.AnnotationTargetNetwork
+//     annotation (targets.go, schema in kube/target): per Gateway its
+//     VIPs, the addresses of its ready SLLBR pods and a routing table kept
+//     for the Gateway's life on the pod; only when it changes, by a merge
+//     patch conditional on the resourceVersion read, removed when no
+//     Gateway is left.
 //
 // Ownership: a Gateway is owned when its GatewayClass has spec.controllerName
 // kube.ControllerName, or when its gatewayClassName is that string itself

@@ -92,6 +92,7 @@ func (c *Controller) gatewayKeys(gateway string) []Key {
 	svcs, _ := c.inf.services.List(proxied)
 	for _, s := range svcs {
 		keys = append(keys, Key{KindService, s.Name})
+		keys = append(keys, c.selectedPodKeys(s)...)
 	}
 	for _, r := range listCustom[*v1alpha1.L34Route](c.inf.routes) {
 		for _, p := range r.Spec.ParentRefs {
@@ -114,6 +115,7 @@ func (c *Controller) onService(old, obj any) []Key {
 	var keys []Key
 	for _, svc := range both[*corev1.Service](old, obj) {
 		keys = append(keys, Key{KindService, svc.Name})
+		keys = append(keys, c.selectedPodKeys(svc)...)
 		for _, r := range listCustom[*v1alpha1.L34Route](c.inf.routes) {
 			for _, b := range r.Spec.BackendRefs {
 				if string(b.Name) == svc.Name {
@@ -126,6 +128,11 @@ func (c *Controller) onService(old, obj any) []Key {
 }
 
 func (c *Controller) onPod(old, obj any) []Key {
+	return append(c.onPodEndpoints(old, obj), c.onPodNetwork(old, obj)...)
+}
+
+// onPodEndpoints: the Services whose endpoints the pod is or was.
+func (c *Controller) onPodEndpoints(old, obj any) []Key {
 	pods := both[*corev1.Pod](old, obj)
 	if len(pods) == 2 && !endpointRelevantChange(pods[0], pods[1]) {
 		return nil
@@ -206,6 +213,11 @@ func (c *Controller) onL34Route(old, obj any) []Key {
 	var keys []Key
 	for _, r := range both[*v1alpha1.L34Route](old, obj) {
 		keys = append(keys, routeKeys(r)...)
+		for _, b := range r.Spec.BackendRefs {
+			if svc, err := c.inf.services.Get(string(b.Name)); err == nil {
+				keys = append(keys, c.selectedPodKeys(svc)...)
+			}
+		}
 	}
 	return keys
 }

@@ -140,6 +140,7 @@ func (c *Controller) enqueueAll() {
 	for _, o := range listCustom[*v1alpha1.GatewayRouter](c.inf.routers) {
 		c.queue.Add(Key{KindGatewayRouter, o.Name})
 	}
+	c.enqueuePods()
 	// Slices of Services that are gone: their Service key deletes them.
 	slices, _ := c.inf.slices.List(labels.Everything())
 	for _, s := range slices {

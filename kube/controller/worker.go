@@ -19,6 +19,8 @@ const (
 	KindService       Kind = "Service"
 	KindL34Route      Kind = "L34Route"
 	KindGatewayRouter Kind = "GatewayRouter"
+	// KindPod: the desired network configuration of a target pod.
+	KindPod Kind = "Pod"
 )
 
 // Key names one object to reconcile (in the controller's namespace, or
@@ -90,6 +92,8 @@ func (c *Controller) object(k Key) runtime.Object {
 		obj, err = getCustom(c.inf.routes, c.namespace, k.Name)
 	case KindGatewayRouter:
 		obj, err = getCustom(c.inf.routers, c.namespace, k.Name)
+	case KindPod:
+		obj, err = c.inf.pods.Get(k.Name)
 	}
 	if err != nil {
 		return nil

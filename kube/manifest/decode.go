@@ -27,6 +27,9 @@ type Objects struct {
 	Services       []*corev1.Service
 	EndpointSlices []*discoveryv1.EndpointSlice
 	Routers        []*v1alpha1.GatewayRouter
+	// Secrets are v1 Secrets (the GatewayRouters' BGP passwords, in data
+	// or stringData). Nothing logs their content.
+	Secrets []*corev1.Secret
 	// Ignored lists the documents of kinds sllbrd does not read, as
 	// "file: document N: apiVersion kind namespace/name".
 	Ignored []string
@@ -119,6 +122,8 @@ func (o *Objects) addObject(where string, h header, js []byte) error {
 		return add(o, where, kind, js, &o.Routes)
 	case kind == "GatewayRouter" && gv == v1alpha1.SchemeGroupVersion.String():
 		return add(o, where, kind, js, &o.Routers)
+	case kind == "Secret" && gv == "v1":
+		return add(o, where, kind, js, &o.Secrets)
 	}
 	o.Ignored = append(o.Ignored, fmt.Sprintf("%s: %s %s %s/%s",
 		where, h.APIVersion, h.Kind, h.Metadata.Namespace, h.Metadata.Name))

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"net/netip"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ func TestDeployExamples(t *testing.T) {
 	wantBGP := model.BGP{LocalASN: 8103, RemoteASN: 4248829953, HoldTime: 24 * time.Second, LocalPort: 10179, RemotePort: 10179}
 	wantBFD := model.BFD{Enabled: true, MinTx: 300 * time.Millisecond, MinRx: 300 * time.Millisecond, Multiplier: 5}
 	if r.Name != "default/gateway-a-v4" || r.Address != netip.MustParseAddr("169.254.100.150") ||
-		r.Interface != "vlan-100" || r.BGP == nil || *r.BGP != wantBGP || r.BFD != wantBFD {
+		r.Interface != "vlan-100" || r.BGP == nil || !reflect.DeepEqual(*r.BGP, wantBGP) || r.BFD != wantBFD {
 		t.Errorf("router %+v (BGP %+v)", r, r.BGP)
 	}
 	if s.Routers[1].Address != netip.MustParseAddr("fd00:169::150") {

@@ -23,6 +23,7 @@ func (o *Objects) Snapshot(gateway string) (translate.Snapshot, error) {
 		Services:       o.Services,
 		EndpointSlices: o.EndpointSlices,
 		Routers:        o.Routers,
+		Secrets:        o.Secrets,
 	}, nil
 }
 

@@ -39,14 +39,15 @@ spec:
 `
 )
 
-// runSource starts a FileSource with a short poll interval and returns its
-// updates; the source stops when the test ends.
-func runSource(t *testing.T, path string) <-chan Update {
+// runSource starts a FileSource that polls only once an hour, so that only
+// inotify can explain a reaction, and returns its updates; the source stops
+// when the test ends.
+func runSource(t *testing.T, path string, opts ...Option) <-chan Update {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	updates := make(chan Update, 16)
+	updates := make(chan Update, 2000)
 	done := make(chan error, 1)
-	src := NewFileSource(path, "sllb-a", WithPollInterval(10*time.Millisecond))
+	src := NewFileSource(path, "sllb-a", append([]Option{WithPollInterval(time.Hour)}, opts...)...)
 	go func() { done <- src.Run(ctx, func(u Update) { updates <- u }) }()
 	t.Cleanup(func() {
 		cancel()
@@ -73,7 +74,7 @@ func expectNoUpdate(t *testing.T, updates <-chan Update) {
 	select {
 	case u := <-updates:
 		t.Fatalf("unexpected update %+v (err %v)", u.State, u.Err)
-	case <-time.After(200 * time.Millisecond): // 20 polls
+	case <-time.After(200 * time.Millisecond): // 40 times the quiet period
 	}
 }
 

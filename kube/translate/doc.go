@@ -1,7 +1,8 @@
 // Package translate is the one place that turns Kubernetes objects into
 // sllbrd's desired state: a Snapshot of typed objects (a Gateway, L34Routes,
-// Services, EndpointSlices and GatewayRouters, as informers' listers or the
-// manifest reader return them) becomes a model.State plus a list of Problems.
+// Services, EndpointSlices, GatewayRouters and the Secrets of their BGP
+// passwords, as informers' listers or the manifest reader return them)
+// becomes a model.State plus a list of Problems.
 //
 // Promises:
 //   - Only objects in the Gateway's namespace are considered; everything else
@@ -17,10 +18,23 @@
 //     identifier. Translate never modifies its input and leaves
 //     State.Generation zero for the caller to set.
 //   - Every Route.Service names a Service present in State.Services.
+//   - Given the dataplane's copy range (WithCopyRange), a route with a byte
+//     match that ends beyond the transport bytes a packet of one of its
+//     destination families can bring within the copy range (the copy range
+//     less the smallest IP header: 20 bytes for IPv4, 40 for IPv6) is a
+//     Problem and left out: it could never match, and saying so beats a
+//     silent never-match. Longer headers (IPv4 options, IPv6 extension
+//     headers) can still push a match out of reach for some packets.
 //
 // Gateway, MaxEndpoints and IsParent (parts.go) answer one question each
 // with the same rules, for the controller (kube/controller), which needs a
 // part of a translation.
+//
+// Secrets: a GatewayRouter's spec.bgp.passwordSecretRef is resolved against
+// the Snapshot's Secrets of the Gateway's namespace (data, or stringData as
+// written in a manifest file). A missing Secret or key, or a password that
+// is empty or longer than 80 bytes, is a Problem that leaves the router out;
+// no Problem quotes a password, and model.Password never prints it.
 //
 // Defaults: a Service without the max-endpoints annotation gets
 // kube.DefaultMaxEndpoints (32); accepted values are 1..kube.MaxMaxEndpoints.

@@ -105,7 +105,7 @@ func makeReadable(s *model.State) readable {
 	return out
 }
 
-func translateFile(t *testing.T, path string) result {
+func translateFile(t *testing.T, path string, opts ...translate.Option) result {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -119,7 +119,7 @@ func translateFile(t *testing.T, path string) result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	state, problems, err := translate.Translate(snap)
+	state, problems, err := translate.Translate(snap, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/sllbrd/sllbrd/model"
 )
 
-func translateRoutes(gw model.Gateway, routes []*v1alpha1.L34Route, services serviceSet, ps *problems) []model.Route {
+func translateRoutes(gw model.Gateway, routes []*v1alpha1.L34Route, services serviceSet, o options, ps *problems) []model.Route {
 	var out []model.Route
 	for _, r := range inScope(gw, routes) {
 		if !slices.ContainsFunc(r.Spec.ParentRefs, func(p gatewayv1.ParentReference) bool {
@@ -21,7 +21,7 @@ func translateRoutes(gw model.Gateway, routes []*v1alpha1.L34Route, services ser
 			continue // another Gateway's route
 		}
 		var faults problems
-		route := translateRoute(r, services, &faults)
+		route := translateRoute(r, services, o, &faults)
 		*ps = append(*ps, faults...)
 		if len(faults) == 0 {
 			out = append(out, route)
@@ -53,7 +53,7 @@ func isGateway(p gatewayv1.ParentReference, ns string, gw model.Gateway) bool {
 
 // translateRoute checks every field of r, reporting each fault; the route is
 // usable only if none was reported.
-func translateRoute(r *v1alpha1.L34Route, services serviceSet, ps *problems) model.Route {
+func translateRoute(r *v1alpha1.L34Route, services serviceSet, o options, ps *problems) model.Route {
 	spec := &r.Spec
 	route := model.Route{Name: qualified(r), Priority: spec.Priority}
 	if len(spec.ParentRefs) != 1 {
@@ -71,7 +71,7 @@ func translateRoute(r *v1alpha1.L34Route, services serviceSet, ps *problems) mod
 	route.SourcePorts = parsePorts(r, "spec.sourcePorts", spec.SourcePorts, ps)
 	route.DestinationPorts = parsePorts(r, "spec.destinationPorts", spec.DestinationPorts, ps)
 	route.Protocols = parseProtocols(r, spec.Protocols, ps)
-	route.ByteMatches = parseByteMatches(r, spec.ByteMatches, ps)
+	route.ByteMatches = parseByteMatches(r, spec.ByteMatches, roomFor(o.copyRange, route.Destinations), ps)
 	return route
 }
 
@@ -147,12 +147,18 @@ func parseProtocols(r *v1alpha1.L34Route, in []v1alpha1.Protocol, ps *problems) 
 	return out
 }
 
-func parseByteMatches(r *v1alpha1.L34Route, in []v1alpha1.ByteMatch, ps *problems) []model.ByteMatch {
+// parseByteMatches parses the byte matches of r, reporting each one that
+// does not parse or that reads beyond room.
+func parseByteMatches(r *v1alpha1.L34Route, in []v1alpha1.ByteMatch, room transportRoom, ps *problems) []model.ByteMatch {
 	var out []model.ByteMatch
 	for i, s := range in {
+		field := fmt.Sprintf("spec.byteMatches[%d]", i)
 		m, err := model.ParseByteMatch(string(s))
 		if err != nil {
-			ps.add(KindL34Route, r, fmt.Sprintf("spec.byteMatches[%d]", i), "%v", err)
+			ps.add(KindL34Route, r, field, "%v", err)
+			continue
+		}
+		if !room.check(r, field, m, ps) {
 			continue
 		}
 		out = append(out, m)

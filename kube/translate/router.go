@@ -9,7 +9,7 @@ import (
 	"github.com/sllbrd/sllbrd/model"
 )
 
-func translateRouters(gw model.Gateway, routers []*v1alpha1.GatewayRouter, ps *problems) []model.Router {
+func translateRouters(gw model.Gateway, routers []*v1alpha1.GatewayRouter, secrets secretIndex, ps *problems) []model.Router {
 	var out []model.Router
 	byAddr := map[netip.Addr]string{} // one router per address: one BGP peer, one BFD session
 	for _, r := range inScope(gw, routers) {
@@ -17,7 +17,7 @@ func translateRouters(gw model.Gateway, routers []*v1alpha1.GatewayRouter, ps *p
 			continue // another Gateway's router
 		}
 		var faults problems
-		router := translateRouter(r, &faults)
+		router := translateRouter(r, secrets, &faults)
 		if prev, dup := byAddr[router.Address]; dup && len(faults) == 0 {
 			faults.add(KindGatewayRouter, r, "spec.address", "%s is already the address of GatewayRouter %s", router.Address, prev)
 		}
@@ -32,7 +32,7 @@ func translateRouters(gw model.Gateway, routers []*v1alpha1.GatewayRouter, ps *p
 
 // translateRouter checks every field of r, reporting each fault; the router
 // is usable only if none was reported.
-func translateRouter(r *v1alpha1.GatewayRouter, ps *problems) model.Router {
+func translateRouter(r *v1alpha1.GatewayRouter, secrets secretIndex, ps *problems) model.Router {
 	spec := &r.Spec
 	router := model.Router{Name: qualified(r), Interface: spec.Interface}
 	addr, err := netip.ParseAddr(spec.Address)
@@ -53,6 +53,8 @@ func translateRouter(r *v1alpha1.GatewayRouter, ps *problems) model.Router {
 		ps.add(KindGatewayRouter, r, "spec", "exactly one of bgp and static must be set")
 	case spec.BGP != nil:
 		router.BGP = translateBGP(r, spec.BGP, ps)
+		translateBGPProtection(r, router, secrets, ps)
+		translateBGPAttributes(r, router.BGP, ps)
 		bfd, bfdField = spec.BGP.BFD, "spec.bgp.bfd"
 	default:
 		bfd, bfdField = spec.Static.BFD, "spec.static.bfd"

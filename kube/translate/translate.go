@@ -23,6 +23,9 @@ type Snapshot struct {
 	Services       []*corev1.Service
 	EndpointSlices []*discoveryv1.EndpointSlice
 	Routers        []*v1alpha1.GatewayRouter
+	// Secrets hold the GatewayRouters' BGP passwords; only those that a
+	// GatewayRouter references are read.
+	Secrets []*corev1.Secret
 }
 
 // ErrNoGateway says the configuration has no Gateway of the name asked
@@ -34,8 +37,9 @@ var ErrNoGateway = errors.New("no Gateway")
 
 // Translate builds the desired state of the Gateway in s and lists the
 // problems found on the way. The only error is ErrNoGateway; invalid objects
-// are Problems, not errors.
-func Translate(s Snapshot) (*model.State, []Problem, error) {
+// are Problems, not errors. Options add checks that depend on how the
+// dataplane runs (WithCopyRange).
+func Translate(s Snapshot, opts ...Option) (*model.State, []Problem, error) {
 	if s.Gateway == nil {
 		return nil, nil, ErrNoGateway
 	}
@@ -44,9 +48,9 @@ func Translate(s Snapshot) (*model.State, []Problem, error) {
 	services := translateServices(gw, s.Services, s.EndpointSlices, &ps)
 	state := &model.State{
 		Gateway:  gw,
-		Routes:   translateRoutes(gw, s.Routes, services, &ps),
+		Routes:   translateRoutes(gw, s.Routes, services, newOptions(opts), &ps),
 		Services: services.accepted,
-		Routers:  translateRouters(gw, s.Routers, &ps),
+		Routers:  translateRouters(gw, s.Routers, newSecretIndex(gw, s.Secrets), &ps),
 	}
 	return state, ps, nil
 }

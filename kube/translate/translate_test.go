@@ -4,7 +4,15 @@ import (
 	"errors"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/sllbrd/sllbrd/kube"
+	"github.com/sllbrd/sllbrd/kube/api/v1alpha1"
 
 	"github.com/sllbrd/sllbrd/kube/translate"
 	"github.com/sllbrd/sllbrd/model"
@@ -77,6 +85,9 @@ func TestTranslateKeepsGoodObjects(t *testing.T) {
 			}
 			assertNoProblemAbout(t, problems, "unlabelled", "other-gateway")
 		},
+	}, {
+		file:  "testdata/router-bgp.yaml",
+		check: checkRouterBGP,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -113,6 +124,64 @@ func assertNoProblemAbout(t *testing.T, problems []translate.Problem, names ...s
 	for _, p := range problems {
 		if slices.Contains(names, p.Name) {
 			t.Errorf("unexpected problem about an object of another scope: %v", p)
+		}
+	}
+}
+
+// checkRouterBGP pins what the golden file shows only redacted: which
+// password each router got (the Secret of the Gateway's namespace, key
+// "password" by default, stringData as well as data), and that no problem
+// quotes a password.
+func checkRouterBGP(t *testing.T, s *model.State, problems []translate.Problem) {
+	want := map[string]string{"default/ebgp-protected": "secret-one", "default/ebgp-two-hops": "secret-two",
+		"default/ibgp-preferred": ""}
+	if len(s.Routers) != len(want) {
+		t.Errorf("routers = %v, want %d", s.Routers, len(want))
+	}
+	for _, r := range s.Routers {
+		if w, ok := want[r.Name]; !ok || r.BGP.Password.Reveal() != w {
+			t.Errorf("%s: password %q, want %q", r.Name, r.BGP.Password.Reveal(), w)
+		}
+	}
+	if lp := s.Routers[2].BGP.LocalPreference; lp == nil || *lp != 200 {
+		t.Errorf("ibgp-preferred local preference = %v, want 200", lp)
+	}
+	for name, field := range map[string]string{"bad-secret-missing": "spec.bgp.passwordSecretRef",
+		"bad-secret-key": "spec.bgp.passwordSecretRef", "bad-password-empty": "spec.bgp.passwordSecretRef",
+		"bad-password-too-long": "spec.bgp.passwordSecretRef", "bad-password-link-local": "spec.bgp.passwordSecretRef",
+		"bad-ttl-security-ibgp": "spec.bgp.ttlSecurity", "bad-ttl-security-hops": "spec.bgp.ttlSecurity.hops",
+		"bad-communities": "spec.bgp.communities[0]", "bad-local-preference-ebgp": "spec.bgp.localPreference",
+		"bad-local-preference-zero": "spec.bgp.localPreference"} {
+		assertProblem(t, problems, translate.Problem{Kind: "GatewayRouter", Namespace: "default", Name: name, Field: field})
+	}
+	for _, p := range problems {
+		for _, secret := range []string{"secret-one", "secret-two", "not-this-one", "xxxxxxxx"} {
+			if strings.Contains(p.String(), secret) {
+				t.Errorf("problem %q quotes a password", p)
+			}
+		}
+	}
+}
+
+// TestPasswordLength: 80 bytes (the kernel's TCP_MD5SIG_MAXKEYLEN) are
+// accepted, 81 are not.
+func TestPasswordLength(t *testing.T) {
+	for _, n := range []int{1, 80, 81} {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "auth", Namespace: "default"},
+			Data: map[string][]byte{"password": []byte(strings.Repeat("k", n))}}
+		router := &v1alpha1.GatewayRouter{
+			ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: "default", Labels: map[string]string{kube.LabelServiceProxyName: "sllb-a"}},
+			Spec: v1alpha1.GatewayRouterSpec{Address: "192.0.2.1", Interface: "eth1", BGP: &v1alpha1.BGPSpec{
+				LocalASN: 1, RemoteASN: 2, PasswordSecretRef: &v1alpha1.SecretKeyRef{Name: "auth"}}},
+		}
+		gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "sllb-a", Namespace: "default"}}
+		s, problems, err := translate.Translate(translate.Snapshot{Gateway: gw, Routers: []*v1alpha1.GatewayRouter{router}, Secrets: []*corev1.Secret{secret}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		accepted := len(s.Routers) == 1 && s.Routers[0].BGP.Password.Len() == n
+		if accepted != (n <= 80) {
+			t.Errorf("a %d-byte password: accepted %v, problems %v", n, accepted, problems)
 		}
 	}
 }

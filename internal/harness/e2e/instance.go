@@ -32,6 +32,20 @@ func Build(ctx context.Context, root, dir string) (string, error) {
 	return bin, nil
 }
 
+// BuildRelease compiles cmd/sllbrd like `make build` and the image do
+// (static, -trimpath, no symbol table or DWARF) into dir/sllbrd-release:
+// the binary whose memory is measured.
+func BuildRelease(ctx context.Context, root, dir string) (string, error) {
+	bin := filepath.Join(dir, "sllbrd-release")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/sllbrd")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/sllbrd: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
 // ModuleRoot finds the directory holding go.mod, from the working directory up.
 func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
@@ -55,6 +69,10 @@ type Instance struct {
 	Lab  *lab.Lab
 	Node string
 	Proc *lab.Process
+	// AdminSocket is the instance's admin socket (sllbrd show, explain,
+	// log-level): one per instance in the lab's directory, so instances
+	// never share the default one.
+	AdminSocket string
 }
 
 // Start runs bin in node with the manifests at path for Gateway sllb-a, one
@@ -67,20 +85,33 @@ func Start(l *lab.Lab, node, bin, manifests string, extra ...string) (*Instance,
 // with args choosing the configuration source (e.g. "--kubeconfig", path,
 // "--namespace", ns) and any other flags.
 func StartWithArgs(l *lab.Lab, node, bin string, args ...string) (*Instance, error) {
-	argv := append([]string{bin, "--gateway", "sllb-a",
-		"--metrics-address", MetricsAddress, "--drain", "1s", "--log-level", "debug"}, args...)
+	socket := filepath.Join(l.TempDir(), "admin-"+node+".sock")
+	argv := append([]string{bin, "--gateway", "sllb-a", "--metrics-address", MetricsAddress, "--drain", "1s",
+		"--log-level", "debug", "--admin-socket", socket}, args...)
 	p, err := l.Start(node, "sllbrd-"+node, argv...)
 	if err != nil {
 		return nil, err
 	}
-	return &Instance{Lab: l, Node: node, Proc: p}, nil
+	return &Instance{Lab: l, Node: node, Proc: p, AdminSocket: socket}, nil
 }
 
 // Get fetches path from the instance's admin endpoint, from inside its
-// namespace (a plain HTTP/1.0 exchange on a socket made there).
+// namespace.
 func (i *Instance) Get(path string) (status int, body string, err error) {
-	err = i.Lab.Do(i.Node, func() error {
-		c, err := net.DialTimeout("tcp", MetricsAddress, time.Second)
+	return GetIn(i.Lab, i.Node, MetricsAddress, path)
+}
+
+// GetAt fetches path from addr inside the instance's namespace (e.g. its
+// --pprof-address).
+func (i *Instance) GetAt(addr, path string) (status int, body string, err error) {
+	return GetIn(i.Lab, i.Node, addr, path)
+}
+
+// GetIn fetches path from the HTTP endpoint addr inside node's namespace
+// (a plain HTTP/1.0 exchange on a socket made there).
+func GetIn(l *lab.Lab, node, addr, path string) (status int, body string, err error) {
+	err = l.Do(node, func() error {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
 			return err
 		}

@@ -24,6 +24,7 @@ spec:
 {{routers}}
 {{services}}
 {{routes}}
+{{extra}}
 `
 
 // Service is a Service and its EndpointSlices for the lab's targets.
@@ -67,6 +68,9 @@ type Config struct {
 	Routers  []Router // nil: StaticRouters
 	Services []Service
 	Routes   []Route
+	// Extra are more YAML documents (each starting with "---"), e.g. the
+	// Secret of a GatewayRouter's BGP password.
+	Extra string
 }
 
 // LabVIPs are the destinations every test route uses.
@@ -106,7 +110,7 @@ func Write(dir string, c Config) error {
 		fmt.Fprintf(&rts, "---\napiVersion: meridio.experiment.gateway.api.poc/v1alpha1\nkind: L34Route\nmetadata:\n  name: %s\nspec: {parentRefs: [{name: sllb-a}], backendRefs: [{name: %s, port: 1}], priority: %d, %s, %s}\n",
 			r.Name, r.Service, r.Priority, LabVIPs, r.Fields)
 	}
-	text := strings.NewReplacer("{{routers}}", rtrs.String(), "{{services}}", svcs.String(), "{{routes}}", rts.String()).Replace(labManifests)
+	text := strings.NewReplacer("{{routers}}", rtrs.String(), "{{services}}", svcs.String(), "{{routes}}", rts.String(), "{{extra}}", c.Extra).Replace(labManifests)
 	tmp := filepath.Join(dir, ".sllb-a.yaml.tmp")
 	if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
 		return err

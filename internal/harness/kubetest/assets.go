@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/sllbrd/sllbrd/internal/harness/require"
 )
 
 // Versions hack/kube-assets.sh builds by default.
@@ -11,9 +13,6 @@ const (
 	KubeVersion = "v1.33.13"
 	EtcdVersion = "v3.5.35"
 )
-
-// RequireEnv, when set, turns a missing-binaries skip into a failure.
-const RequireEnv = "SLLBRD_REQUIRE_KUBE"
 
 // assetsDir returns the directory holding etcd and kube-apiserver, or "".
 func assetsDir() string {
@@ -44,20 +43,14 @@ func isExecutable(path string) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
-// requireAssets returns the assets directory or ends the test.
+// requireAssets returns the assets directory or ends the test (a skip, or
+// a failure when require.Strict).
 func requireAssets(t testing.TB) string {
 	t.Helper()
-	if testing.Short() && os.Getenv(RequireEnv) == "" {
-		t.Skip("control-plane test skipped in -short mode")
-	}
+	require.Integration(t)
 	d := assetsDir()
-	if d != "" {
-		return d
+	if d == "" {
+		require.Missing(t, "kube-apiserver/etcd not found: run `export KUBEBUILDER_ASSETS=$(hack/kube-assets.sh)`")
 	}
-	msg := "kube-apiserver/etcd not found: run `export KUBEBUILDER_ASSETS=$(hack/kube-assets.sh)`"
-	if os.Getenv(RequireEnv) != "" {
-		t.Fatalf("%s (%s is set)", msg, RequireEnv)
-	}
-	t.Skip(msg)
-	return ""
+	return d
 }

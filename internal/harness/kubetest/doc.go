@@ -6,9 +6,10 @@
 // user that RBAC bindings to a ServiceAccount apply to.
 //
 // Promises:
-//   - Start skips the test when the binaries are missing, unless the
-//     environment variable SLLBRD_REQUIRE_KUBE is set, in which case it fails;
-//     without that variable it also skips in -short mode.
+//   - Start is an integration test's first step (internal/harness/require):
+//     it skips the test when the binaries are missing, and in -short mode,
+//     unless SLLBRD_REQUIRE_INTEGRATION is set (make test), in which case a
+//     missing binary fails the test.
 //     The binaries are looked up in $KUBEBUILDER_ASSETS, then in the cache
 //     directory hack/kube-assets.sh writes to.
 //   - Every process started is stopped (by PID) and every file removed when

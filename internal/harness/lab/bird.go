@@ -37,6 +37,19 @@ type BIRDConfig struct {
 	// 60 s to 300 s, bounds recovery after every link failure; the lab uses
 	// 1 s to 10 s.
 	ErrorWait [2]time.Duration
+	// Node is the node bird runs in (default GatewayNode). Elsewhere, give
+	// the sessions Multihop.
+	Node string
+	// Password is the TCP MD5 password (RFC 2385) of every BGP session.
+	Password string
+	// TTLSecurity turns on GTSM (RFC 5082) for every BGP session.
+	TTLSecurity bool
+	// Multihop > 0 makes the BGP sessions multihop with that many hops
+	// (with TTLSecurity: accept TTL 256-Multihop and above) instead of
+	// "direct".
+	Multihop int
+	// NoDefault exports nothing to the LBs (no default route).
+	NoDefault bool
 }
 
 // BFDConfig are BFD timers (the seed: 300 ms x 5).
@@ -72,6 +85,9 @@ func (c BIRDConfig) withDefaults() BIRDConfig {
 	}
 	if c.Interface == "" {
 		c.Interface = GatewayLink
+	}
+	if c.Node == "" {
+		c.Node = GatewayNode
 	}
 	if c.ErrorWait[0] <= 0 {
 		c.ErrorWait = [2]time.Duration{time.Second, 10 * time.Second}
@@ -116,12 +132,27 @@ func (c BIRDConfig) renderNeighbor(b *strings.Builder, n netip.Addr) {
 	}
 	fmt.Fprintf(b, "protocol bgp %s {\n", BIRDProtocolName(n))
 	fmt.Fprintf(b, "\tlocal port %d as %d;\n\tneighbor %s port %d as %d;\n", c.Port, c.LocalAS, n, c.Port, c.PeerAS)
-	fmt.Fprintf(b, "\tdirect;\n\thold time %d;\n\tgraceful restart off;\n\terror wait time %d, %d;\n",
+	if c.Multihop > 0 {
+		fmt.Fprintf(b, "\tmultihop %d;\n", c.Multihop)
+	} else {
+		b.WriteString("\tdirect;\n")
+	}
+	if c.Password != "" {
+		fmt.Fprintf(b, "\tpassword %q;\n", c.Password)
+	}
+	if c.TTLSecurity {
+		b.WriteString("\tttl security on;\n")
+	}
+	fmt.Fprintf(b, "\thold time %d;\n\tgraceful restart off;\n\terror wait time %d, %d;\n",
 		int(c.HoldTime.Seconds()), int(c.ErrorWait[0].Seconds()), int(c.ErrorWait[1].Seconds()))
 	if c.BFD != nil && !c.BGPWithoutBFD {
 		b.WriteString("\tbfd on;\n")
 	}
 	fmt.Fprintf(b, "\t%s {\n\t\timport filter { if net.len = %d then accept; reject; };\n", fam, hostLen)
+	if c.NoDefault {
+		b.WriteString("\t\texport none;\n\t};\n}\n\n")
+		return
+	}
 	fmt.Fprintf(b, "\t\texport filter { if net = %s then accept; reject; };\n\t};\n}\n\n", def)
 }
 
@@ -137,7 +168,7 @@ type BIRD struct {
 	Socket     string
 }
 
-// StartBIRD writes cfg and runs bird in the gateway namespace, in the
+// StartBIRD writes cfg and runs bird in cfg.Node (the gateway), in the
 // foreground and killed by PID on Stop or lab Close. It returns once bird
 // answers on its control socket (at most 10 s).
 func (l *Lab) StartBIRD(ctx context.Context, cfg BIRDConfig) (*BIRD, error) {
@@ -152,7 +183,7 @@ func (l *Lab) StartBIRD(ctx context.Context, cfg BIRDConfig) (*BIRD, error) {
 	if _, err := run(ctx, "bird", "-p", "-c", b.ConfigPath); err != nil {
 		return nil, fmt.Errorf("lab: bird config: %w", err)
 	}
-	b.Process, err = l.Start(GatewayNode, "bird-"+filepath.Base(dir), "bird", "-f", "-c", b.ConfigPath, "-s", b.Socket)
+	b.Process, err = l.Start(cfg.withDefaults().Node, "bird-"+filepath.Base(dir), "bird", "-f", "-c", b.ConfigPath, "-s", b.Socket)
 	if err != nil {
 		return nil, err
 	}

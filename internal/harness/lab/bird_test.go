@@ -48,6 +48,12 @@ func TestBIRDConfigRender(t *testing.T) {
 				"neighbor fd00:169::1 local fd00:169::150 multihop on;", "multihop {", "multiplier 3;"},
 			notWant: []string{"bfd on;"},
 		},
+		{
+			name:    "password, GTSM two hops away, no default",
+			cfg:     BIRDConfig{Neighbors: []netip.Addr{v4}, Password: "md5 key", TTLSecurity: true, Multihop: 2, NoDefault: true},
+			want:    []string{`password "md5 key";`, "ttl security on;", "multihop 2;", "export none;"},
+			notWant: []string{"direct;", "if net = 0.0.0.0/0 then accept;"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

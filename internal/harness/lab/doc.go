@@ -1,6 +1,6 @@
 // Package lab builds the network-namespace laboratory that sllbrd's
 // end-to-end tests, `make demo` and `make bench-e2e` use: a client, a DC
-// gateway, one or two load-balancer namespaces and N targets, wired through
+// gateway, one to three load-balancer namespaces and N targets, wired through
 // bridges in a switch namespace, dual-stack (IPv4 and IPv6) everywhere.
 //
 //	cl (eth0) ── (client) gw (vlan-100) ── sw:bridge vlan-100 ── (vlan-100) lbI (net1) ── sw:bridge net1 ── (net1) tI
@@ -9,7 +9,9 @@
 // fd00:100::2/64; gateway 169.254.100.150/24 and fd00:169::150/64 towards
 // the LBs; lbI 169.254.100.I and fd00:169::I on vlan-100, 169.111.100.I and
 // fd00:111::I on net1; target tI 169.111.100.(10+I) and fd00:111::(10+I) on
-// net1 with the VIPs on lo and "from VIP lookup 100" routed back via the LBs.
+// net1 with the VIPs on lo and "from VIP lookup 100" routed back via the LBs
+// (or, with Options.TargetsWithoutVIPs, net1 only: `sllbrd target` adds
+// the rest).
 //
 // Promises:
 //   - Every namespace is named "sllbrd-lab-<run id>-<node>" with a random
@@ -35,12 +37,19 @@
 // Typical use (tests): l, err := lab.New(ctx, lab.Options{Logger: t});
 // t.Cleanup(func() { l.Close() }); l.Baseline or start sllbrd in "lb1" with
 // l.Start; l.Flows to check where flows land; l.Blast to measure packet
-// rates; ReadProcStats for a process's CPU and RSS. BIRD (StartBIRD) and the
+// rates; ReadProcStats for a process's CPU and RSS, ReadMemStats for its
+// anonymous, file-backed and proportional memory. BIRD (StartBIRD) and the
 // baseline's static gateway routes are alternatives: use one or the other.
 //
 // ConnectHost links the test process's own namespace to a node with a veth
 // pair (e.g. so that sllbrd in lb1 reaches a kube-apiserver the test runs);
-// DisconnectHost removes it.
+// DisconnectHost removes it. ConnectManagement does the same for several
+// nodes at once through a bridge (the pod network of a cluster).
+//
+// InstallVIPCounters counts, with nftables in an LB, what it forwards to and
+// from the VIPs; OpenStreams keeps long-lived TCP connections exchanging
+// data with the targets' echo ports (Options.EchoPorts), so that a test can
+// count the connections a change breaks.
 //
 // Baseline programs plain kernel forwarding (no sllbrd) so the lab can be
 // proven and its packet rate measured as the reference for sllbrd.

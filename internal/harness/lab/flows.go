@@ -92,32 +92,41 @@ func (l *Lab) Flows(ctx context.Context, o FlowOptions) (map[Flow]string, error)
 		failures []error
 		jobs     = make(chan int)
 		wg       sync.WaitGroup
+		// open holds every flow's socket until all workers are done: a
+		// socket closed while another worker still dials frees its
+		// ephemeral port for that dial, and two flows with one 5-tuple
+		// would count as one.
+		open []io.Closer
 	)
 	keepOpen := o.SrcPortBase == 0
+	defer func() {
+		for _, c := range open {
+			c.Close()
+		}
+	}()
 	for range o.Parallel {
 		wg.Go(func() {
-			var open []io.Closer
 			err := l.Do(ClientNode, func() error {
 				for i := range jobs {
 					f, target, c, err := oneFlow(ctx, o, i)
 					mu.Lock()
+					if _, dup := served[f]; err == nil && dup {
+						err = fmt.Errorf("flow %s ran twice (its source port was reused)", f)
+					}
 					if err != nil {
 						failures = append(failures, err)
 					} else {
 						served[f] = target
 					}
-					mu.Unlock()
 					if c != nil && keepOpen {
 						open = append(open, c)
 					} else if c != nil {
 						c.Close()
 					}
+					mu.Unlock()
 				}
 				return nil
 			})
-			for _, c := range open {
-				c.Close()
-			}
 			if err != nil { // the namespace could not be entered: drain
 				mu.Lock()
 				failures = append(failures, err)

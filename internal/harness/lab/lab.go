@@ -188,7 +188,8 @@ func (l *Lab) StartResponder(ctx context.Context, target string) (*Process, erro
 	}
 	p, err := l.start(target, "responder-"+target, "ready", 10*time.Second, bin,
 		"-name", target, "-addr", strings.Join(vips, ","),
-		"-udp", responder.FormatPorts(l.opts.UDPPorts), "-tcp", responder.FormatPorts(l.opts.TCPPorts))
+		"-udp", responder.FormatPorts(l.opts.UDPPorts), "-tcp", responder.FormatPorts(l.opts.TCPPorts),
+		"-echo", responder.FormatPorts(l.opts.EchoPorts))
 	if err != nil {
 		return nil, err
 	}

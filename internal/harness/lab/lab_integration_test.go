@@ -4,10 +4,11 @@ import (
 	"context"
 	"maps"
 	"net/netip"
-	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sllbrd/sllbrd/internal/harness/require"
 )
 
 // newTestLab builds a lab for an integration test, or skips the test when
@@ -15,12 +16,7 @@ import (
 // namespace of the run is left.
 func newTestLab(t testing.TB, o Options) *Lab {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: skipped in -short mode")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("integration test: needs root")
-	}
+	require.Lab(t)
 	o.Logger = t
 	l, err := New(context.Background(), o)
 	if err != nil {
@@ -190,9 +186,7 @@ func TestIntegrationBIRD(t *testing.T) {
 // TestIntegrationFailedBuildCleansUp makes New fail after the namespaces
 // exist (no responder binary) and checks nothing is left.
 func TestIntegrationFailedBuildCleansUp(t *testing.T) {
-	if testing.Short() || os.Geteuid() != 0 {
-		t.Skip("integration test: needs root, not -short")
-	}
+	require.Root(t)
 	runID := randomRunID()
 	l, err := New(context.Background(), Options{Targets: 1, RunID: runID, ResponderBinary: "/nonexistent/labresponder", Logger: t})
 	if err == nil {

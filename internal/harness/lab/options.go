@@ -16,13 +16,21 @@ func (discard) Logf(string, ...any) {}
 
 // Options describe the lab to build; zero values take the defaults.
 type Options struct {
-	LBs     int          // 1 or 2 (default 1)
+	LBs     int          // 1..3 (default 1)
 	Targets int          // 1..50 (default 3)
 	VIPs    []netip.Addr // default DefaultVIPs
 	// UDPPorts and TCPPorts are the ports the responders serve on every VIP
 	// (default DefaultPorts).
 	UDPPorts []uint16
 	TCPPorts []uint16
+	// EchoPorts are TCP ports of long-lived echo connections on every VIP
+	// (see Streams; default none).
+	EchoPorts []uint16
+	// TargetsWithoutVIPs builds the targets with their net1 address only:
+	// no VIP on lo and no source routes ("sllbrd target" configures them
+	// from the pod annotation). Their responders bind the VIPs anyway
+	// (ip_nonlocal_bind) and answer once the VIPs are local.
+	TargetsWithoutVIPs bool
 	// BlastPort is the UDP port the packet blaster sends to; targets count
 	// and drop those packets before any socket sees them (default 6000).
 	BlastPort uint16
@@ -49,6 +57,7 @@ var DefaultVIPs = []netip.Addr{
 var DefaultPorts = []uint16{80, 5000, 5001, 5002, 5003, 5004, 5005, 5006, 5007, 5008, 5009, 5010}
 
 const (
+	maxLBs           = 3
 	maxTargets       = 50
 	defaultBlastPort = 6000
 )
@@ -60,8 +69,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Targets == 0 {
 		o.Targets = 3
 	}
-	if o.LBs < 1 || o.LBs > 2 {
-		return o, fmt.Errorf("lab: LBs = %d, want 1 or 2", o.LBs)
+	if o.LBs < 1 || o.LBs > maxLBs {
+		return o, fmt.Errorf("lab: LBs = %d, want 1..%d", o.LBs, maxLBs)
 	}
 	if o.Targets < 1 || o.Targets > maxTargets {
 		return o, fmt.Errorf("lab: Targets = %d, want 1..%d", o.Targets, maxTargets)

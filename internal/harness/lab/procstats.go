@@ -13,7 +13,11 @@ import (
 type ProcStats struct {
 	User, System time.Duration // CPU time of all its threads so far
 	RSS          uint64        // resident set size in bytes
-	Threads      int
+	// RSSAnon is the part of RSS that is the process's own memory (heap,
+	// stacks); the rest is mostly the binary's pages, shared by every
+	// process running the same file.
+	RSSAnon uint64
+	Threads int
 }
 
 // CPU is the total CPU time (user + system).
@@ -39,6 +43,7 @@ func ReadProcStats(pid int) (ProcStats, error) {
 	if s.RSS, s.Threads, err = parseStatus(status); err != nil {
 		return s, fmt.Errorf("proc stats of %d: %w", pid, err)
 	}
+	s.RSSAnon = statusKB(status, "RssAnon")
 	return s, nil
 }
 
@@ -90,4 +95,18 @@ func parseStatus(status []byte) (rss uint64, threads int, err error) {
 		return 0, 0, fmt.Errorf("status: VmRSS or Threads missing (zombie?)")
 	}
 	return rss, threads, nil
+}
+
+// statusKB returns the value of a "KEY: N kB" line of /proc/PID/status in
+// bytes, 0 when absent.
+func statusKB(status []byte, key string) uint64 {
+	for _, line := range strings.Split(string(status), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && k == key {
+			if f := strings.Fields(v); len(f) == 2 && f[1] == "kB" {
+				kb, _ := strconv.ParseUint(f[0], 10, 64)
+				return kb * 1024
+			}
+		}
+	}
+	return 0
 }

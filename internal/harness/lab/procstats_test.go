@@ -38,6 +38,12 @@ func TestParseStatus(t *testing.T) {
 	if err != nil || rss != 2304*1024 || th != 5 {
 		t.Errorf("got %d, %d, %v; want %d, 5, nil", rss, th, err, 2304*1024)
 	}
+	if got := statusKB([]byte("VmRSS:\t 9 kB\nRssAnon:\t    2300 kB\n"), "RssAnon"); got != 2300*1024 {
+		t.Errorf("RssAnon %d", got)
+	}
+	if got := statusKB([]byte("VmRSS:\t 9 kB\n"), "RssAnon"); got != 0 {
+		t.Errorf("absent RssAnon %d", got)
+	}
 	if _, _, err := parseStatus([]byte("Name:\tzombie\nThreads:\t1\n")); err == nil {
 		t.Error("status without VmRSS parsed")
 	}
@@ -51,7 +57,7 @@ func TestReadProcStatsSelf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.RSS < 1<<20 || s.Threads < 1 {
+	if s.RSS < 1<<20 || s.Threads < 1 || s.RSSAnon == 0 || s.RSSAnon > s.RSS {
 		t.Errorf("implausible stats of self: %+v", s)
 	}
 	if _, err := ReadProcStats(0x7ffffff0); err == nil {

@@ -239,6 +239,12 @@ func (l *Lab) buildTarget(ctx context.Context, i int) error {
 	if err := l.address(ctx, node, TargetLink, TargetAddrs(i)); err != nil {
 		return fmt.Errorf("%s: %w", node, err)
 	}
+	if l.opts.TargetsWithoutVIPs {
+		if err := sysctl(ctx, ns, "net.ipv4.ip_nonlocal_bind=1", "net.ipv6.ip_nonlocal_bind=1"); err != nil {
+			return fmt.Errorf("%s: %w", node, err)
+		}
+		return l.installBlastCounter(ctx, node)
+	}
 	for _, vip := range l.opts.VIPs {
 		args := []string{"addr", "add", netip.PrefixFrom(vip, vip.BitLen()).String(), "dev", "lo"}
 		if vip.Is6() {

@@ -2,9 +2,10 @@ package netns
 
 import (
 	"net"
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/sllbrd/sllbrd/internal/harness/require"
 )
 
 func TestDoRunsInsideTheNamespace(t *testing.T) {
@@ -30,9 +31,7 @@ func TestDoRunsInsideTheNamespace(t *testing.T) {
 }
 
 func TestDoReportsAMissingNamespace(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root")
-	}
+	require.Root(t)
 	if err := Do("sllbrd-netns-does-not-exist", func() error { return nil }); err == nil {
 		t.Fatal("Do in a missing namespace returned no error")
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+
+	"github.com/sllbrd/sllbrd/internal/harness/require"
 )
 
 // TB is the part of testing.TB the helpers use.
@@ -21,15 +23,12 @@ var seq atomic.Int32
 
 // New creates a fresh namespace named PREFIX-PID-N, deleted in Cleanup, and
 // returns its name and an open descriptor for it (closed in Cleanup). It
-// skips the test unless running as root with ip(8) installed.
+// needs root and ip(8): an integration test (require.Root), so without them
+// the test skips, or fails when require.Strict.
 func New(tb TB, prefix string) (name string, fd int) {
 	tb.Helper()
-	if os.Geteuid() != 0 {
-		tb.Skip("needs root (network namespaces)")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		tb.Skip("needs ip(8) (iproute2)")
-	}
+	require.Root(tb)
+	require.Programs(tb, "ip")
 	name = fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), seq.Add(1))
 	Run(tb, "ip", "netns", "add", name)
 	tb.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })

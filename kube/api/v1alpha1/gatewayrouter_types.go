@@ -22,6 +22,17 @@ const (
 	MaxBFDInterval   = "60s"
 	MinBFDMultiplier = 1
 	MaxBFDMultiplier = 255
+	// MaxTTLSecurityHops bounds spec.bgp.ttlSecurity.hops: the lowest TTL
+	// accepted is 256-hops, so 254 hops still demand a TTL of 2.
+	MaxTTLSecurityHops = 254
+	// MaxCommunities bounds spec.bgp.communities and largeCommunities.
+	MaxCommunities = 32
+)
+
+// Defaults of the GatewayRouter's BGP session protection.
+const (
+	DefaultPasswordKey     = "password"
+	DefaultTTLSecurityHops = 1
 )
 
 // GatewayRouterSpec says how the LB reaches one data-centre gateway: either
@@ -32,6 +43,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.bgp) || !has(self.bgp.bfd) || !has(self.bgp.bfd.multihop) || !self.bgp.bfd.multihop || ((!isIP(self.address) || ip(self.address).family() == 4 || !ip(self.address).isLinkLocalUnicast()) && (!has(self.bgp.bfd.localAddress) || !isIP(self.bgp.bfd.localAddress) || ip(self.bgp.bfd.localAddress).family() == 4 || !ip(self.bgp.bfd.localAddress).isLinkLocalUnicast()))",message="multihop BFD needs addresses that are not IPv6 link-local"
 // +kubebuilder:validation:XValidation:rule="!has(self.bgp) || !has(self.bgp.bfd) || !has(self.bgp.bfd.localAddress) || !isIP(self.address) || !isIP(self.bgp.bfd.localAddress) || ip(self.bgp.bfd.localAddress).family() == ip(self.address).family()",message="bfd.localAddress must be of the address family of address"
 // +kubebuilder:validation:XValidation:rule="!has(self.static) || !has(self.static.bfd) || !has(self.static.bfd.localAddress) || !isIP(self.address) || !isIP(self.static.bfd.localAddress) || ip(self.static.bfd.localAddress).family() == ip(self.address).family()",message="bfd.localAddress must be of the address family of address"
+// +kubebuilder:validation:XValidation:rule="!has(self.bgp) || !has(self.bgp.passwordSecretRef) || !isIP(self.address) || ip(self.address).family() == 4 || !ip(self.address).isLinkLocalUnicast()",message="bgp.passwordSecretRef needs an address that is not IPv6 link-local (GoBGP cannot key a TCP MD5 password to a link-local neighbour)"
 type GatewayRouterSpec struct {
 	// Address is the gateway's IP address (the BGP peer or next hop).
 	//
@@ -58,7 +70,11 @@ type GatewayRouterSpec struct {
 	Static *StaticSpec `json:"static,omitempty"`
 }
 
-// BGPSpec holds the BGP session parameters.
+// BGPSpec holds the BGP session parameters and the path attributes of the
+// VIPs announced to the gateway.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.ttlSecurity) || self.localASN != self.remoteASN",message="ttlSecurity is for eBGP sessions only (localASN different from remoteASN)"
+// +kubebuilder:validation:XValidation:rule="!has(self.localPreference) || self.localASN == self.remoteASN",message="localPreference is sent over iBGP sessions only (localASN equal to remoteASN)"
 type BGPSpec struct {
 	// LocalASN is the LB's autonomous system number (4-byte ASNs allowed).
 	//
@@ -104,7 +120,101 @@ type BGPSpec struct {
 	//
 	// +optional
 	BFD *BFDSpec `json:"bfd,omitempty"`
+
+	// PasswordSecretRef names the key of a Secret, in the GatewayRouter's
+	// namespace, that holds the TCP MD5 password of the session (RFC 2385),
+	// 1..80 bytes. The gateway must be configured with the same password.
+	// Not with an IPv6 link-local address.
+	//
+	// +optional
+	PasswordSecretRef *SecretKeyRef `json:"passwordSecretRef,omitempty"`
+
+	// TTLSecurity turns on GTSM (RFC 5082) for an eBGP session: sllbrd
+	// sends with TTL 255 and accepts only packets that arrive with a TTL of
+	// at least 256 - hops, so a spoofed packet from farther away is
+	// dropped by the kernel. The gateway must enable it too.
+	//
+	// +optional
+	TTLSecurity *TTLSecuritySpec `json:"ttlSecurity,omitempty"`
+
+	// Communities (RFC 1997) attached to every VIP announced to this
+	// gateway, each "AS:value" with two numbers of 0..65535 (the well-known
+	// NO_EXPORT is "65535:65281").
+	//
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	Communities []Community `json:"communities,omitempty"`
+
+	// LargeCommunities (RFC 8092) attached to every VIP announced to this
+	// gateway, each "global:local1:local2" with three numbers of
+	// 0..4294967295.
+	//
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	LargeCommunities []LargeCommunity `json:"largeCommunities,omitempty"`
+
+	// LocalPreference is sent with every VIP announced to this gateway, so
+	// that it prefers the Gateway with the highest value (without it,
+	// sllbrd sends 100). iBGP only: eBGP does not carry it (RFC 4271
+	// section 5.1.5). 1..4294967295: the embedded GoBGP cannot send 0.
+	//
+	// +optional
+	// +kubebuilder:validation:Format=""
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4294967295
+	LocalPreference *uint32 `json:"localPreference,omitempty"`
 }
+
+// SecretKeyRef names one key of a Secret in the referring object's
+// namespace.
+type SecretKeyRef struct {
+	// Name is the Secret's name.
+	//
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Key is the key in the Secret's data.
+	//
+	// +optional
+	// +kubebuilder:default=password
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key,omitempty"`
+}
+
+// TTLSecuritySpec holds the GTSM (RFC 5082) parameters.
+type TTLSecuritySpec struct {
+	// Hops is how many hops away the gateway may be: 1 (directly
+	// connected, the default) accepts only TTL 255; n accepts TTL 256-n and
+	// above. With more than one hop the session is also a multihop eBGP
+	// session, since its packets leave with TTL 255.
+	//
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=254
+	Hops int32 `json:"hops,omitempty"`
+}
+
+// Community is a BGP community, "AS:value" (0..65535 each).
+//
+// +kubebuilder:validation:MaxLength=11
+// +kubebuilder:validation:Pattern=`^[0-9]{1,5}:[0-9]{1,5}$`
+// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]{1,5}:[0-9]{1,5}$') || self.split(':').all(n, int(n) <= 65535)",message="must be AS:value with numbers in 0..65535"
+type Community string
+
+// LargeCommunity is a BGP large community, "global:local1:local2"
+// (0..4294967295 each).
+//
+// +kubebuilder:validation:MaxLength=32
+// +kubebuilder:validation:Pattern=`^[0-9]{1,10}:[0-9]{1,10}:[0-9]{1,10}$`
+// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9]{1,10}:[0-9]{1,10}:[0-9]{1,10}$') || self.split(':').all(n, int(n) <= 4294967295)",message="must be global:local1:local2 with numbers in 0..4294967295"
+type LargeCommunity string
 
 // StaticSpec is a gateway used without BGP.
 type StaticSpec struct {

@@ -17,6 +17,12 @@ type Config struct {
 	Addrs    []netip.Addr // addresses (VIPs) to bind; each must be local
 	UDPPorts []uint16
 	TCPPorts []uint16
+	// EchoPorts are TCP ports of long-lived connections: the reply line,
+	// then every byte the client sends echoed back, until the client
+	// closes or is silent for EchoIdle.
+	EchoPorts []uint16
+	// EchoIdle bounds the silence on an echo connection (default 30 s).
+	EchoIdle time.Duration
 	// CloseWait bounds how long a TCP connection waits for the client to
 	// close after the reply (default 2 s).
 	CloseWait time.Duration
@@ -27,6 +33,7 @@ type Server struct {
 	cfg       Config
 	udp       []*net.UDPConn
 	tcp       []*net.TCPListener
+	echo      []*net.TCPListener
 	closeOnce sync.Once
 }
 
@@ -37,6 +44,9 @@ func Listen(cfg Config) (*Server, error) {
 	}
 	if cfg.CloseWait <= 0 {
 		cfg.CloseWait = 2 * time.Second
+	}
+	if cfg.EchoIdle <= 0 {
+		cfg.EchoIdle = 30 * time.Second
 	}
 	s := &Server{cfg: cfg}
 	for _, a := range cfg.Addrs {
@@ -56,6 +66,14 @@ func Listen(cfg Config) (*Server, error) {
 			}
 			s.tcp = append(s.tcp, l)
 		}
+		for _, p := range cfg.EchoPorts {
+			l, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(netip.AddrPortFrom(a, p)))
+			if err != nil {
+				s.Close()
+				return nil, fmt.Errorf("responder: tcp echo %s: %w", netip.AddrPortFrom(a, p), err)
+			}
+			s.echo = append(s.echo, l)
+		}
 	}
 	return s, nil
 }
@@ -64,12 +82,15 @@ func Listen(cfg Config) (*Server, error) {
 // socket and returns nil, or the first unexpected socket error.
 func (s *Server) Serve(ctx context.Context) error {
 	var wg sync.WaitGroup
-	errc := make(chan error, len(s.udp)+len(s.tcp))
+	errc := make(chan error, len(s.udp)+len(s.tcp)+len(s.echo))
 	for _, c := range s.udp {
 		wg.Go(func() { errc <- s.serveUDP(c) })
 	}
 	for _, l := range s.tcp {
-		wg.Go(func() { errc <- s.serveTCP(l) })
+		wg.Go(func() { errc <- s.serveTCP(l, s.answerTCP) })
+	}
+	for _, l := range s.echo {
+		wg.Go(func() { errc <- s.serveTCP(l, s.echoTCP) })
 	}
 	stop := context.AfterFunc(ctx, s.Close)
 	defer stop()
@@ -89,7 +110,7 @@ func (s *Server) Close() {
 		for _, c := range s.udp {
 			c.Close()
 		}
-		for _, l := range s.tcp {
+		for _, l := range append(s.tcp, s.echo...) {
 			l.Close()
 		}
 	})
@@ -111,7 +132,7 @@ func (s *Server) serveUDP(c *net.UDPConn) error {
 	}
 }
 
-func (s *Server) serveTCP(l *net.TCPListener) error {
+func (s *Server) serveTCP(l *net.TCPListener, handle func(*net.TCPConn)) error {
 	for {
 		c, err := l.AcceptTCP()
 		if errors.Is(err, net.ErrClosed) {
@@ -120,7 +141,7 @@ func (s *Server) serveTCP(l *net.TCPListener) error {
 		if err != nil {
 			return fmt.Errorf("responder: tcp accept on %s: %w", l.Addr(), err)
 		}
-		go s.answerTCP(c)
+		go handle(c)
 	}
 }
 
@@ -134,6 +155,29 @@ func (s *Server) answerTCP(c *net.TCPConn) {
 	_ = c.CloseWrite()
 	_ = c.SetReadDeadline(time.Now().Add(s.cfg.CloseWait))
 	_, _ = io.Copy(io.Discard, c) // until the client closes (or resets)
+}
+
+// echoTCP sends the reply line, then echoes the connection until the
+// client closes it or stays silent for EchoIdle.
+func (s *Server) echoTCP(c *net.TCPConn) {
+	defer c.Close()
+	r := Reply{Target: s.cfg.Name, Client: unmap(c.RemoteAddr().(*net.TCPAddr).AddrPort()), Proto: "tcp"}
+	if _, err := c.Write([]byte(r.String())); err != nil {
+		return
+	}
+	buf := make([]byte, 4096)
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(s.cfg.EchoIdle))
+		n, err := c.Read(buf)
+		if n > 0 {
+			if _, werr := c.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 func unmap(ap netip.AddrPort) netip.AddrPort {

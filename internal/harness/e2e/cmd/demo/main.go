@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -20,8 +21,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "demo: needs root (network namespaces)")
 		os.Exit(2)
 	}
+	scenario := flag.String("scenario", os.Getenv("DEMO"), `"" (one SLLBR on deploy/examples) or "cluster" (the whole system; make demo DEMO=cluster)`)
+	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	run := run
+	switch *scenario {
+	case "":
+	case "cluster":
+		run = runCluster
+	default:
+		fmt.Fprintf(os.Stderr, "demo: unknown scenario %q (want \"\" or \"cluster\")\n", *scenario)
+		os.Exit(2)
+	}
 	if err := run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "demo failed:", err)
 		os.Exit(1)

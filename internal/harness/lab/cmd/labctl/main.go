@@ -50,7 +50,7 @@ func usage() {
 
 func up(ctx context.Context, args []string) (err error) {
 	fs := flag.NewFlagSet("up", flag.ExitOnError)
-	lbs := fs.Int("lbs", 1, "number of LB namespaces (1 or 2)")
+	lbs := fs.Int("lbs", 1, "number of LB namespaces (1..3)")
 	targets := fs.Int("targets", 3, "number of targets")
 	baseline := fs.Bool("baseline", false, "program plain kernel forwarding (no sllbrd)")
 	ecmp := fs.Bool("ecmp", false, "with -baseline: ECMP over all targets")

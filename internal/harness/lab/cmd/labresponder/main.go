@@ -25,6 +25,7 @@ func run() error {
 	addrs := flag.String("addr", "", "comma-separated addresses to serve on (the VIPs)")
 	udp := flag.String("udp", "", "UDP ports, e.g. 80,5000-5010")
 	tcp := flag.String("tcp", "", "TCP ports, e.g. 80,5000-5010")
+	echo := flag.String("echo", "", "TCP ports of long-lived echo connections")
 	flag.Parse()
 	cfg := responder.Config{Name: *name}
 	for _, s := range strings.Split(*addrs, ",") {
@@ -40,6 +41,9 @@ func run() error {
 	}
 	if cfg.TCPPorts, err = responder.ParsePorts(*tcp); err != nil {
 		return fmt.Errorf("-tcp: %w", err)
+	}
+	if cfg.EchoPorts, err = responder.ParsePorts(*echo); err != nil {
+		return fmt.Errorf("-echo: %w", err)
 	}
 	srv, err := responder.Listen(cfg)
 	if err != nil {

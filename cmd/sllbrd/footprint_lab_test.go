@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/sllbrd/sllbrd/internal/harness/e2e"
+	"github.com/sllbrd/sllbrd/internal/harness/kubetest"
+	"github.com/sllbrd/sllbrd/internal/harness/lab"
+	"github.com/sllbrd/sllbrd/internal/harness/require"
+)
+
+// Footprint measurement settings: how long sllbrd rests once its BGP
+// sessions carry the VIPs, and how many RSS samples (1 s apart) are taken.
+const (
+	footprintRest    = 20 * time.Second
+	footprintSamples = 5
+	// footprintAnonLimit bounds the anonymous memory (RssAnon: Go heap,
+	// stacks, runtime) sllbrd keeps at rest with every source, the part
+	// that is its own; the rest of VmRSS is clean pages of its binary,
+	// shared with every process mapping the image and reclaimable.
+	// Measured 2026-11-23: RssAnon 11.0-13.8 MiB, VmRSS 48.9-57.2 MiB
+	// (files, api, static). The issue's goal of 20 MiB VmRSS is not
+	// reached: docs/performance.md says where it goes and why sllbrd does
+	// not drop its binary's pages.
+	footprintAnonLimit = 20 << 20
+)
+
+// footprintCompareEnv lists other sllbrd binaries to measure in the same
+// run, for a before/after comparison: "name=path,name=path" (e.g. one built
+// from an older commit, or a script that sets GOGC and execs sllbrd).
+const footprintCompareEnv = "SLLBRD_FOOTPRINT_COMPARE"
+
+// goMemMetrics are the Go runtime's numbers (from /metrics) in the table.
+var goMemMetrics = []struct{ name, metric string }{
+	{"heap in use", "go_memstats_heap_inuse_bytes"},
+	{"heap idle", "go_memstats_heap_idle_bytes"},
+	{"heap released", "go_memstats_heap_released_bytes"},
+	{"stacks", "go_memstats_stack_inuse_bytes"},
+	{"GC metadata", "go_memstats_gc_sys_bytes"},
+	{"spans+caches", "go_memstats_mspan_sys_bytes"},
+	{"other runtime", "go_memstats_other_sys_bytes"},
+	{"profiling buckets", "go_memstats_buck_hash_sys_bytes"},
+	{"Go sys total", "go_memstats_sys_bytes"},
+	{"memory limit", "go_gc_gomemlimit_bytes"},
+	{"goroutines", "go_goroutines"},
+	{"threads", "go_threads"},
+}
+
+// footprint is one measurement of sllbrd at rest.
+type footprint struct {
+	binary, source string
+	mem            []lab.MemStats // samples
+	goStats        map[string]float64
+	startedBGP     bool // the log says GoBGP started
+}
+
+func (f footprint) median(get func(lab.MemStats) uint64) uint64 {
+	v := make([]uint64, len(f.mem))
+	for i, m := range f.mem {
+		v[i] = get(m)
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+// TestIntegrationFootprint measures sllbrd's memory at rest in the lab:
+// configured with deploy/examples (BGP with BFD to BIRD, both families),
+// from the manifest files, then from a real kube-apiserver as the
+// deploy/rbac ServiceAccount. Once the gateway routes both VIPs via sllbrd
+// it rests (waitRest), then VmRSS, RssAnon/RssFile and PSS are read
+// footprintSamples times and the Go runtime's own accounting is scraped. A
+// third run uses the examples with static GatewayRouters (no BGP, so GoBGP
+// never starts). It prints the table and asserts a median RssAnon under
+// footprintAnonLimit. The measured binary is built like the image's; the
+// binaries named in SLLBRD_FOOTPRINT_COMPARE (build them as
+// e2e.BuildRelease does) are measured in the same run too, not asserted.
+// `make footprint` runs it.
+func TestIntegrationFootprint(t *testing.T) {
+	require.Lab(t)
+	require.Programs(t, "bird")
+	l := labSetup(t, 1)
+	cfg := l.DefaultBIRDConfig()
+	cfg.BFD = &lab.BFDConfig{MinRx: 300 * time.Millisecond, MinTx: 300 * time.Millisecond, Multiplier: 5}
+	startBIRD(t, l, cfg)
+	kubeconfig := startFootprintAPIServer(t, l)
+	examples, err := filepath.Abs(filepath.Join(deployDir, "examples"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := e2e.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	current, err := e2e.BuildRelease(t.Context(), root, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bins := [][2]string{{"current", current}}
+	for entry := range strings.SplitSeq(os.Getenv(footprintCompareEnv), ",") {
+		if name, path, ok := strings.Cut(entry, "="); ok {
+			bins = append(bins, [2]string{name, path})
+		} else if entry != "" {
+			t.Fatalf("%s: %q is not name=path", footprintCompareEnv, entry)
+		}
+	}
+	static := staticExamples(t, examples)
+	lb := []netip.Addr{lab.LBGatewaySide(1).V4.Addr(), lab.LBGatewaySide(1).V6.Addr()}
+	announced := func() bool { return gwRoutes(t, l, vip4, lb[0]) && gwRoutes(t, l, vip6, lb[1]) }
+	sources := []struct {
+		name  string
+		args  []string
+		ready func() bool
+	}{
+		{"files", []string{"--manifests", examples}, announced},
+		{"api", []string{"--kubeconfig", kubeconfig, "--namespace", kubeNamespace}, announced},
+		{"static", []string{"--manifests", static}, func() bool { return true }},
+	}
+	var results []footprint
+	for _, bin := range bins {
+		for _, src := range sources {
+			results = append(results, measureFootprint(t, l, bin, src.name, src.args, src.ready))
+		}
+	}
+	printFootprints(t, results)
+	for _, r := range results {
+		if r.binary != "current" {
+			continue
+		}
+		if anon := r.median(func(m lab.MemStats) uint64 { return m.Anon }); anon >= footprintAnonLimit {
+			t.Errorf("%s: RssAnon at rest %.1f MiB, want under %d MiB", r.source, mib(anon), footprintAnonLimit>>20)
+		}
+		if r.startedBGP != (r.source != "static") {
+			t.Errorf("%s: GoBGP started %v, want it to run only with BGP GatewayRouters", r.source, r.startedBGP)
+		}
+	}
+}
+
+// staticExamples writes deploy/examples with the GatewayRouters as static
+// next hops (no BGP) to a directory and returns it.
+func staticExamples(t *testing.T, examples string) string {
+	t.Helper()
+	dir := t.TempDir()
+	files, _ := filepath.Glob(filepath.Join(examples, "*.yaml"))
+	for _, f := range files {
+		if filepath.Base(f) == "gatewayrouter.yaml" {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var routers strings.Builder
+	for _, r := range e2e.StaticRouters {
+		fmt.Fprintf(&routers, "---\napiVersion: meridio.experiment.gateway.api.poc/v1alpha1\nkind: GatewayRouter\nmetadata: {name: %s, labels: {service.kubernetes.io/service-proxy-name: sllb-a}}\nspec: {address: %q, interface: vlan-100, %s}\n",
+			r.Name, r.Address, r.Spec)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "gatewayrouter.yaml"), []byte(routers.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// measureFootprint runs bin with args in lb1 until ready holds and it has
+// rested, samples it and stops it.
+func measureFootprint(t *testing.T, l *lab.Lab, bin [2]string, source string, args []string, ready func() bool) footprint {
+	t.Helper()
+	inst, err := e2e.StartWithArgs(l, lab.LBName(1), bin[1], append(args, "--queues", "2", "--log-level", "info")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		logTail(t, inst)
+		_ = syscall.Kill(inst.Proc.PID, syscall.SIGTERM)
+		select {
+		case <-inst.Proc.Done():
+		case <-time.After(15 * time.Second):
+			t.Errorf("%s did not stop within 15 s of SIGTERM", bin[0])
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := inst.WaitProgrammed(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, source+": the gateway routes both VIPs via sllbrd", ready)
+	waitRest(t, inst) // resting is what is measured
+	f := footprint{binary: bin[0], source: source, goStats: map[string]float64{}}
+	for i := range footprintSamples {
+		if i > 0 {
+			time.Sleep(time.Second)
+		}
+		m, err := lab.ReadMemStats(inst.Proc.PID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.mem = append(f.mem, m)
+	}
+	for _, g := range goMemMetrics {
+		if v, ok, err := inst.Metric(g.metric + " "); err == nil && ok {
+			f.goStats[g.metric] = v
+		}
+	}
+	log, err := os.ReadFile(inst.Proc.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.startedBGP = strings.Contains(string(log), "bgp speaker started")
+	return f
+}
+
+// waitRest lets sllbrd rest footprintRest while /metrics is scraped every
+// 10 s, as Prometheus and the kubelet's probes would: that is the state
+// sllbrd stays in.
+func waitRest(t *testing.T, inst *e2e.Instance) {
+	t.Helper()
+	for end := time.Now().Add(footprintRest); time.Now().Before(end); time.Sleep(10 * time.Second) {
+		if _, _, err := inst.Metric("sllbrd_ready"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// startFootprintAPIServer starts kube-apiserver reachable from lb1, with
+// the CRDs, deploy/rbac and deploy/examples in kubeNamespace, and returns
+// the kubeconfig of the sllbrd ServiceAccount.
+func startFootprintAPIServer(t *testing.T, l *lab.Lab) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, hostAddr := connectHost(ctx, t, l)
+	sa := kubetest.ServiceAccount(kubeNamespace, "sllbrd")
+	cp := kubetest.StartAt(t, hostAddr, sa)
+	client, err := kubetest.NewClient(cp.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kubeNamespace}}
+	if _, err := kubernetes.NewForConfigOrDie(cp.AdminConfig()).CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	crds, _ := filepath.Glob(filepath.Join(deployDir, "crds", "*.yaml"))
+	gatewayCRDs, err := kubetest.GatewayAPICRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.InstallCRDs(ctx, append(crds, gatewayCRDs...)...); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(deployDir, "rbac", "*.yaml"))
+	examples, _ := filepath.Glob(filepath.Join(deployDir, "examples", "*.yaml"))
+	objs, err := kubetest.ReadObjects(append(files, examples...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if _, err := client.Create(ctx, kubeNamespace, o); err != nil {
+			t.Fatalf("create %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	return cp.Kubeconfig(sa.Name)
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// printFootprints logs one column per measurement.
+func printFootprints(t *testing.T, rs []footprint) {
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "MiB (median of samples)\t"
+	for _, r := range rs {
+		head += r.binary + "/" + r.source + "\t"
+	}
+	fmt.Fprintln(w, head)
+	row := func(name string, get func(footprint) string) {
+		line := name + "\t"
+		for _, r := range rs {
+			line += get(r) + "\t"
+		}
+		fmt.Fprintln(w, line)
+	}
+	for _, k := range []struct {
+		name string
+		get  func(lab.MemStats) uint64
+	}{
+		{"VmRSS", func(m lab.MemStats) uint64 { return m.RSS }},
+		{"  RssAnon", func(m lab.MemStats) uint64 { return m.Anon }},
+		{"  RssFile", func(m lab.MemStats) uint64 { return m.File }},
+		{"PSS", func(m lab.MemStats) uint64 { return m.PSS }},
+		{"VmHWM (peak)", func(m lab.MemStats) uint64 { return m.HWM }},
+	} {
+		row(k.name, func(f footprint) string { return fmt.Sprintf("%.1f", mib(f.median(k.get))) })
+	}
+	row("VmRSS samples", func(f footprint) string {
+		var s []string
+		for _, m := range f.mem {
+			s = append(s, fmt.Sprintf("%.1f", mib(m.RSS)))
+		}
+		return strings.Join(s, " ")
+	})
+	for _, g := range goMemMetrics {
+		row(g.name, func(f footprint) string {
+			v, ok := f.goStats[g.metric]
+			switch {
+			case !ok:
+				return "-"
+			case strings.HasSuffix(g.metric, "_bytes"):
+				return fmt.Sprintf("%.1f", v/(1<<20))
+			}
+			return fmt.Sprint(v)
+		})
+	}
+	w.Flush()
+	t.Logf("sllbrd at rest (deploy/examples with BGP+BFD to BIRD from files and from the API server; static: the examples with static GatewayRouters; --queues 2):\n%s", b.String())
+}

@@ -1,0 +1,94 @@
+package route
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+
+	"github.com/sllbrd/sllbrd/internal/harness/netns"
+	"github.com/sllbrd/sllbrd/internal/harness/require"
+	"github.com/sllbrd/sllbrd/internal/harness/rtlookup"
+)
+
+// TestIntegrationGatewayChangesLeaveNoWindow changes the return path's
+// gateways (through gatewaySteps, both families) and the endpoints' next
+// hops 100 times while another goroutine asks the kernel, in a loop, how
+// packets arriving on p0 are routed: from a VIP (the return-path table) and
+// marked for an endpoint (its table). Every answer must be a route through
+// one of the gateways in that table: never no route, never the blackhole
+// behind it, never the main table.
+func TestIntegrationGatewayChangesLeaveNoWindow(t *testing.T) {
+	require.Root(t)
+	require.Programs(t, "ip")
+	ns, fd := netns.New(t, "sllbrd-k-win")
+	setupLinks(t, ns)
+	netns.Run(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1")
+	k := newKernel(t, fd)
+	rc, err := New(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pathTable = 0x10100
+	vias := map[Family][]string{IPv4: {"10.1.0.2", "10.1.0.3"}, IPv6: {"fd01::2", "fd01::3"}}
+	// change sets step i of the gateways and of the endpoints' next hops.
+	change := func(i int) error {
+		p := ReturnPath{VIPs: addrs("20.0.0.1", "2000::1"), Table: pathTable}
+		for _, fam := range []Family{IPv4, IPv6} {
+			p.Gateways = append(p.Gateways, nexthops(gatewaySteps[fam][i%len(gatewaySteps[fam])])...)
+		}
+		return reconcile(rc, []EndpointRoute{ep(0x10001, vias[IPv4][i%2], "l0"), ep(0x10002, vias[IPv6][i%2], "l0")}, []ReturnPath{p})
+	}
+	if err := change(0); err != nil {
+		t.Fatal(err)
+	}
+
+	p0, err := k.LinkIndex("p0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type want struct {
+		table    uint32
+		gateways []netip.Addr
+	}
+	wants := map[rtlookup.Query]want{
+		{Src: ip("20.0.0.1"), Dst: ip("8.8.8.8"), IIF: p0}:                  {pathTable, gatewaysOf(IPv4)},
+		{Src: ip("2000::1"), Dst: ip("2001:db8:99::8"), IIF: p0}:            {pathTable, gatewaysOf(IPv6)},
+		{Src: ip("10.1.0.50"), Dst: ip("20.0.0.1"), IIF: p0, Mark: 0x10001}: {0x10001, addrs(vias[IPv4]...)},
+		{Src: ip("fd01::50"), Dst: ip("2000::1"), IIF: p0, Mark: 0x10002}:   {0x10002, addrs(vias[IPv6]...)},
+	}
+	var queries []rtlookup.Query
+	for q := range wants {
+		queries = append(queries, q)
+	}
+	stop := rtlookup.Watch(ns, queries, func(q rtlookup.Query, a rtlookup.Answer, err error) string {
+		return rtlookup.Via(a, err, wants[q].table, wants[q].gateways...)
+	})
+	const changes = 100
+	for i := 1; i <= changes; i++ {
+		if err := change(i); err != nil {
+			t.Errorf("change %d: %v", i, err)
+		}
+	}
+	res := stop()
+	t.Logf("%d gateway changes, %d route lookups meanwhile, %d without a route through a gateway", changes, res.Lookups, res.Bad)
+	if res.Err != nil || res.Bad != 0 || res.Lookups < changes {
+		t.Errorf("%d of %d lookups found no route through a gateway (first: %s; error %v)", res.Bad, res.Lookups, res.FirstBad, res.Err)
+	}
+	for _, fam := range []Family{IPv4, IPv6} { // the last step's hops are in place
+		af := fmt.Sprintf("-%d route show table %d", fam, pathTable)
+		expectLines(t, "ip "+af, ipJSON(t, ns, af, routeFields...), routeLines(fam, gatewaySteps[fam][changes%len(gatewaySteps[fam])]))
+	}
+}
+
+func ip(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+// gatewaysOf returns every gateway of gatewaySteps of fam.
+func gatewaysOf(fam Family) []netip.Addr {
+	var out []netip.Addr
+	for _, s := range gatewaySteps[fam] {
+		for _, n := range nexthops(s) {
+			out = append(out, n.Addr)
+		}
+	}
+	return out
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/sllbrd/sllbrd/internal/harness/e2e"
+)
+
+// clientGoLog matches the klog lines of client-go and the processes' JSON
+// logs, which the narrative leaves out; testLogPrefix the file:line of the
+// test's log lines.
+var (
+	clientGoLog   = regexp.MustCompile(`^[IWE]\d{4} |^\s*\{"time"`)
+	testLogPrefix = regexp.MustCompile(`^\w+\.go:\d+: `)
+)
+
+// runCluster is `make demo DEMO=cluster`: the whole system as in a cluster
+// (kube-apiserver, `sllbrd controller`, SLLBR instances behind BIRD,
+// `sllbrd target` in every target, a client), as TestIntegrationCluster of
+// cmd/sllbrd runs it: the test is the scenario, its log is the narrative.
+func runCluster(ctx context.Context) error {
+	root, err := e2e.ModuleRoot()
+	if err != nil {
+		return err
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		step("finding kube-apiserver and etcd (hack/kube-assets.sh builds them once, ~8 min)")
+		out, err := exec.CommandContext(ctx, filepath.Join(root, "hack", "kube-assets.sh")).Output()
+		if err != nil {
+			return fmt.Errorf("hack/kube-assets.sh: %w", err)
+		}
+		assets = strings.TrimSpace(string(out))
+	}
+	step("running the whole system in the lab (TestIntegrationCluster of cmd/sllbrd)")
+	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-timeout=20m", "-v", "-run", "^TestIntegrationCluster$", "./cmd/sllbrd/")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "KUBEBUILDER_ASSETS="+assets, "SLLBRD_REQUIRE_INTEGRATION=1")
+	cmd.Stderr = cmd.Stdout
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if line := sc.Text(); !clientGoLog.MatchString(line) {
+			fmt.Println("    " + testLogPrefix.ReplaceAllString(strings.TrimSpace(line), ""))
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("the scenario failed (its log is above): %w", err)
+	}
+	return nil
+}

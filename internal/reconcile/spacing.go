@@ -1,0 +1,43 @@
+package reconcile
+
+import "time"
+
+// spacing decides how long the loop waits before an apply, in the manner of
+// kube-proxy's bounded-frequency runner with an interval that widens only
+// under bursts:
+//
+//   - an apply waits until the current interval has passed since the
+//     previous one began (what arrives meanwhile is coalesced); after a
+//     quiet period at least that long it runs at once and the interval
+//     returns to min, so the leading edge of a change is never delayed;
+//   - an apply that took up several changes (a burst: changes kept coming
+//     while it waited) doubles the interval, up to max; one that took up a
+//     single change (or none: a retry, a resync) halves it, down to min.
+//
+// Changes that each follow the previous apply are applied after at most min
+// from it; a burst lasting T costs about log2(T/min) applies while T is
+// below max, then one per max; no change waits longer than max.
+type spacing struct {
+	min, max time.Duration
+	cur      time.Duration // current interval, min..max
+}
+
+// wait returns how long to wait given the time since the previous apply
+// began.
+func (s *spacing) wait(sinceLast time.Duration) time.Duration {
+	s.cur = max(s.cur, s.min)
+	if sinceLast >= s.cur {
+		s.cur = s.min
+		return 0
+	}
+	return s.cur - sinceLast
+}
+
+// applied adjusts the interval after an apply that took up changes changes.
+func (s *spacing) applied(changes int) {
+	if changes > 1 {
+		s.cur = min(2*max(s.cur, s.min), max(s.max, s.min))
+		return
+	}
+	s.cur = max(s.cur/2, s.min)
+}

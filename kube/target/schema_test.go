@@ -1,0 +1,127 @@
+package target
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/sllbrd/sllbrd/internal/targetnet"
+)
+
+func gw(name string, vips ...string) Gateway {
+	g := Gateway{Name: name, Subnets: []netip.Prefix{netip.MustParsePrefix("169.111.100.0/24"), netip.MustParsePrefix("fd00:111::/64")},
+		NextHops: NextHops{IPv4: []netip.Addr{netip.MustParseAddr("169.111.100.2"), netip.MustParseAddr("169.111.100.1")},
+			IPv6: []netip.Addr{netip.MustParseAddr("fd00:111::1")}}}
+	for _, v := range vips {
+		g.VIPs = append(g.VIPs, netip.MustParsePrefix(v))
+	}
+	return g
+}
+
+// The documented example of docs/target.md.
+const example = `{"version":1,"generation":1,"gateways":[{"name":"sllb-a","table":50000,"subnets":["169.111.100.0/24","fd00:111::/64"],"vips":["20.0.0.1/32","2001:db8::1/128"],"nextHops":{"ipv4":["169.111.100.1","169.111.100.2"],"ipv6":["fd00:111::1"]}}]}`
+
+func TestNextWritesTheDocumentedForm(t *testing.T) {
+	value, changed, err := Next("", []Gateway{gw("sllb-a", "2001:db8::1/128", "20.0.0.1/32")})
+	if err != nil || !changed || value != example {
+		t.Fatalf("Next from nothing = %s, %v, %v\nwant %s", value, changed, err, example)
+	}
+	d, err := ParseDesired(value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := targetnet.Gateway{Name: "sllb-a", Table: 50000, Subnets: gw("").Subnets,
+		VIPs:     []netip.Prefix{netip.MustParsePrefix("20.0.0.1/32"), netip.MustParsePrefix("2001:db8::1/128")},
+		NextHops: []netip.Addr{netip.MustParseAddr("169.111.100.1"), netip.MustParseAddr("169.111.100.2"), netip.MustParseAddr("fd00:111::1")}}
+	if got := d.Net(); len(got.Gateways) != 1 || !equalGateway(got.Gateways[0], want) {
+		t.Errorf("Net = %+v, want %+v", got, want)
+	}
+}
+
+func equalGateway(a, b targetnet.Gateway) bool {
+	return (Desired{Gateways: []Gateway{fromNet(a)}}).Marshal() == (Desired{Gateways: []Gateway{fromNet(b)}}).Marshal()
+}
+
+func fromNet(g targetnet.Gateway) Gateway {
+	return Gateway{Name: g.Name, Table: g.Table, Subnets: g.Subnets, VIPs: g.VIPs, NextHops: nextHopsOf(g.NextHops)}
+}
+
+func TestNextKeepsTablesAndCountsGenerations(t *testing.T) {
+	v1, _, _ := Next("", []Gateway{gw("sllb-b", "20.0.0.2/32"), gw("sllb-a", "20.0.0.1/32")})
+	d1, _ := ParseDesired(v1)
+	if d1.Gateways[0].Name != "sllb-a" || d1.Gateways[0].Table != 50000 || d1.Gateways[1].Table != 50001 || d1.Generation != 1 {
+		t.Fatalf("first: %s", v1)
+	}
+	// The same content in another order: nothing to write.
+	if v, changed, _ := Next(v1, []Gateway{gw("sllb-a", "20.0.0.1/32"), gw("sllb-b", "20.0.0.2/32")}); changed || v != v1 {
+		t.Errorf("same content rewritten: %s", v)
+	}
+	// sllb-a leaves, sllb-c arrives: sllb-b keeps 50001, sllb-c takes the
+	// freed 50000; the generation counts on.
+	v2, changed, _ := Next(v1, []Gateway{gw("sllb-c", "20.0.0.3/32"), gw("sllb-b", "20.0.0.2/32")})
+	d2, _ := ParseDesired(v2)
+	if !changed || d2.Generation != 2 || d2.Gateways[0].Name != "sllb-b" || d2.Gateways[0].Table != 50001 || d2.Gateways[1].Table != 50000 {
+		t.Errorf("second: %s", v2)
+	}
+	// Nothing left: the annotation goes.
+	if v, changed, _ := Next(v2, nil); !changed || v != "" {
+		t.Errorf("no gateways: %q %v", v, changed)
+	}
+	if _, changed, _ := Next("", nil); changed {
+		t.Errorf("no gateways and no annotation: a write")
+	}
+	// A broken current value is replaced.
+	if v, changed, _ := Next("{", []Gateway{gw("sllb-a", "20.0.0.1/32")}); !changed || !strings.Contains(v, `"table":50000`) {
+		t.Errorf("from a broken value: %s", v)
+	}
+}
+
+func TestNextRunsOutOfTables(t *testing.T) {
+	var many []Gateway
+	for i := range targetnet.TableMax - targetnet.TableMin + 2 {
+		many = append(many, Gateway{Name: string(rune('a'+i%26)) + strings.Repeat("x", i)})
+	}
+	if _, _, err := Next("", many); err == nil || !strings.Contains(err.Error(), "no routing table left") {
+		t.Errorf("error %v", err)
+	}
+}
+
+func TestParseDesiredRefuses(t *testing.T) {
+	for _, tc := range []struct{ name, value, want string }{
+		{"not JSON", "{", "not a target network configuration"},
+		{"unknown field", `{"version":1,"gateways":[],"extra":1}`, "unknown field"},
+		{"other version", `{"version":2,"gateways":[]}`, "version 2: this sllbrd reads version 1"},
+		{"no version", `{"gateways":[]}`, "version 0"},
+		{"trailing data", example + "{}", "data after"},
+		{"family mix-up", strings.Replace(example, `"ipv6":["fd00:111::1"]`, `"ipv6":["169.111.100.3"]`, 1), "other family"},
+		{"table outside", strings.Replace(example, "50000", "100", 1), "table 100 outside"},
+		{"VIP not a host", strings.Replace(example, "20.0.0.1/32", "20.0.0.0/24", 1), "host prefix"},
+		{"bad address", strings.Replace(example, "169.111.100.1", "169.111.100.300", 1), "not a target network configuration"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := ParseDesired(tc.value); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ParseDesired = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestStatusOf(t *testing.T) {
+	res := targetnet.Result{Gateways: []targetnet.GatewayResult{{Name: "sllb-a", Table: 50000,
+		VIPs:       []netip.Prefix{netip.MustParsePrefix("20.0.0.1/32")},
+		NextHops:   []netip.Addr{netip.MustParseAddr("169.111.100.1"), netip.MustParseAddr("fd00:111::1")},
+		Interfaces: map[targetnet.Family]string{targetnet.IPv4: "net1"}, Kept: []targetnet.Family{targetnet.IPv6}}}}
+	s := StatusOf(3, res, nil)
+	want := `{"version":1,"observedGeneration":3,"ready":true,"gateways":[{"name":"sllb-a","table":50000,"vips":["20.0.0.1/32"],"nextHops":{"ipv4":["169.111.100.1"],"ipv6":["fd00:111::1"]},"interfaces":{"ipv4":"net1"},"keptNextHops":["ipv6"]}]}`
+	if got := s.Marshal(); got != want {
+		t.Errorf("status\n%s\nwant\n%s", got, want)
+	}
+	s = StatusOf(3, targetnet.Result{Conflicts: []string{"c"}}, errors.Join(errors.New("one"), errors.New("two")))
+	if s.Ready || len(s.Errors) != 2 || s.Errors[1] != "two" {
+		t.Errorf("status with errors %+v", s)
+	}
+	if back, err := ParseStatus(s.Marshal()); err != nil || back.Errors[0] != "one" || back.Conflicts[0] != "c" {
+		t.Errorf("round trip %+v %v", back, err)
+	}
+}
