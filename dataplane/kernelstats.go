@@ -176,3 +176,28 @@ func (p *Programmer) kernelProgram() *fastpath.Program {
 	}
 	return p.kernel.programmed.Load()
 }
+
+// RouteCount returns what the kernel path counted for route (of service)
+// since this process started reading it: added to Engine.Inspect's route
+// counts, it is what the route matched on both paths.
+func (k *KernelStats) RouteCount(route, service string) Count {
+	k.refresh()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if m := k.routes[[2]string{route, service}]; m != nil {
+		return m.value
+	}
+	return Count{}
+}
+
+// EndpointCount returns what the kernel path sent to endpoint id of service
+// at addr, as RouteCount does for routes.
+func (k *KernelStats) EndpointCount(service string, id int, addr string) Count {
+	k.refresh()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if m := k.eps[[3]string{service, strconv.Itoa(id), addr}]; m != nil {
+		return m.value
+	}
+	return Count{}
+}

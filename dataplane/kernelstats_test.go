@@ -63,3 +63,25 @@ func TestKernelStatsAddTheKernelsCounts(t *testing.T) {
 		t.Fatalf("after a failed read: route %+v, %d failures; want 7 packets, 1 failure", r, ks.ReadFailures())
 	}
 }
+
+// TestKernelStatsCountsByName: RouteCount and EndpointCount report the
+// kernel's counts under the labels the metrics use (what sllbrd show adds).
+func TestKernelStatsCountsByName(t *testing.T) {
+	ks, counts, _ := kernelStatsFixture(t)
+	prog := ks.prog.kernelProgram()
+	for name := range prog.RouteCounters {
+		(*counts)[name] = nft.Count{Packets: 3, Bytes: 300}
+	}
+	for name := range prog.EndpointCounters {
+		(*counts)[name] = nft.Count{Packets: 2, Bytes: 200}
+	}
+	if c := ks.RouteCount("ns/r", "svc"); c.Packets != 3 || c.Bytes != 300 {
+		t.Errorf("RouteCount(ns/r, svc) = %+v, want 3 packets, 300 bytes", c)
+	}
+	if c := ks.EndpointCount("svc", 0, "169.111.100.11"); c.Packets != 2 || c.Bytes != 200 {
+		t.Errorf("EndpointCount(svc, 0, 169.111.100.11) = %+v, want 2 packets, 200 bytes", c)
+	}
+	if c := ks.RouteCount("ns/other", "svc"); c != (Count{}) {
+		t.Errorf("RouteCount of an unknown route = %+v, want zero", c)
+	}
+}

@@ -65,5 +65,6 @@ func engineStats(d *daemon, reg prometheus.Registerer) (metrics.EngineStats, err
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sllbrd_kernel_counter_read_failures_total",
 		Help: "Failed reads of the kernel path's counters (the counters keep their last values meanwhile)."},
 		func() float64 { return float64(stats.ReadFailures()) }))
+	d.kernel = stats
 	return stats, nil
 }

@@ -28,6 +28,7 @@ type daemon struct {
 	log    *slog.Logger
 	engine *dataplane.Engine
 	prog   *dataplane.Programmer
+	kernel *dataplane.KernelStats // the kernel path's counters; nil with --dataplane nfqueue
 	queues *nfqueue.Group
 	loop   *reconcile.Loop
 	source *configSource
