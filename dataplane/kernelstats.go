@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/sllbrd/sllbrd/dataplane/fastpath"
 	"github.com/sllbrd/sllbrd/dataplane/nft"
@@ -14,23 +13,21 @@ import (
 // packets the kernel balanced count in the route and endpoint counters
 // and as ReasonBalanced, under the same labels, so that the metrics are
 // the same whichever path decided a packet. It implements what
-// metrics.EngineCollector reads. The kernel's counter objects are read at
-// most once per KernelStatsMaxAge: once for the three calls of a scrape.
+// metrics.EngineCollector reads. Every call reads the kernel's counter
+// objects (one netlink dump): a read counts every packet the kernel counted
+// before it. (A cache of 20 ms, one read per scrape, returned the counts of
+// the previous scrape when two came within 20 ms.)
 type KernelStats struct {
 	*Engine
 	prog *Programmer
 	read func() (map[string]nft.Count, error)
 
 	mu       sync.Mutex
-	readAt   time.Time
 	routes   map[[2]string]*monotonic // (route, service)
 	eps      map[[3]string]*monotonic // (service, id, address)
 	balanced Count
 	failures atomic.Uint64
 }
-
-// KernelStatsMaxAge bounds how old the kernel counts of a scrape may be.
-const KernelStatsMaxAge = 20 * time.Millisecond
 
 // NewKernelStats returns the counters of engine and of prog's kernel path,
 // read with read (nft.ReadCounters on a connection of its own).
@@ -97,14 +94,10 @@ func (k *KernelStats) EachEndpoint(f func(service string, id int, addr string, c
 	}
 }
 
-// refresh reads the kernel's counters unless they were read recently.
+// refresh reads the kernel's counters.
 func (k *KernelStats) refresh() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if time.Since(k.readAt) < KernelStatsMaxAge {
-		return
-	}
-	k.readAt = time.Now()
 	prog := k.prog.kernelProgram()
 	if prog == nil {
 		return
