@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
+	"github.com/sllbrd/sllbrd/dataplane/fastpath"
 	"github.com/sllbrd/sllbrd/dataplane/nft"
 	"github.com/sllbrd/sllbrd/dataplane/route"
 	"github.com/sllbrd/sllbrd/model"
@@ -15,6 +17,9 @@ import (
 type RuleProgrammer interface {
 	Program(nft.Config) error
 	Cleanup() error
+	// Chains returns the chains of the table as it is, with their rules'
+	// comments (nil when there is no table).
+	Chains() (map[string][]string, error)
 }
 
 // RouteReconciler programs policy routing in two phases (route.Reconciler).
@@ -57,6 +62,14 @@ type Programmer struct {
 	returnTable uint32
 	now         func() time.Time
 	retired     retiredRoutes
+	// kernel is set when packets are decided in the kernel (WithKernelPath).
+	kernel *kernelPath
+}
+
+// kernelPath is the kernel path's settings and its last programmed rules.
+type kernelPath struct {
+	maxPayloadOffset int
+	programmed       atomic.Pointer[fastpath.Program] // read by scrapes
 }
 
 // FirstMark is the first endpoint fwmark: the first of
@@ -70,6 +83,14 @@ const ReturnTable = 0x1ffff
 
 // ProgrammerOption configures NewProgrammer.
 type ProgrammerOption func(*Programmer)
+
+// WithKernelPath decides packets in the kernel (package fastpath) and
+// queues only what the kernel cannot decide. maxPayloadOffset is the
+// largest transport offset the kernel's payload expression accepts
+// (nft.ProbeKernelPath).
+func WithKernelPath(maxPayloadOffset int) ProgrammerOption {
+	return func(p *Programmer) { p.kernel = &kernelPath{maxPayloadOffset: maxPayloadOffset} }
+}
 
 // WithClock replaces time.Now for the grace periods.
 func WithClock(now func() time.Time) ProgrammerOption {
@@ -94,6 +115,9 @@ type Applied struct {
 	ServedVIPs []netip.Addr // queued and with a ready endpoint: safe to announce
 	Endpoints  int
 	Problems   []error // parts of the configuration left out
+	// Userspace lists what the kernel path leaves to userspace because its
+	// rules cannot express it (empty without the kernel path).
+	Userspace []string
 	// RetireAt is when the grace period of a removed endpoint's routes
 	// ends: Apply must run again then to delete them (zero: none pending).
 	RetireAt time.Time
@@ -125,11 +149,49 @@ func (p *Programmer) Apply(st *model.State, gateways []route.Nexthop) (Applied, 
 	applied.RetireAt = p.retired.next()
 	ruleErr := errNoCatchAll
 	if !errors.Is(addErr, route.ErrNoCatchAll) {
-		ruleErr = p.rules.Program(nft.Config{VIPs: plan.VIPs, Queues: p.queues, Fanout: p.fanout})
+		ruleErr = p.programRules(plan, &applied)
 	}
-	pruneErr := p.routes.Prune(endpoints, paths)
-	p.engine.releaseMarks(p.retired.holds)
+	var pruneErr error
+	if ruleErr == nil || p.kernel == nil {
+		// The kernel path's maps may still use the marks of removed
+		// endpoints when its rules failed: their routes stay until the
+		// rules are programmed.
+		pruneErr = p.routes.Prune(endpoints, paths)
+		p.engine.releaseMarks(p.retired.holds)
+	}
 	return applied, errors.Join(wrap("policy routes", addErr), wrap("nftables", ruleErr), wrap("stale policy routes", pruneErr))
+}
+
+// programRules programs the VIP sets and queue rules, and with the kernel
+// path its rules for plan, in one transaction.
+func (p *Programmer) programRules(plan *Plan, applied *Applied) error {
+	cfg := nft.Config{VIPs: plan.VIPs, Queues: p.queues, Fanout: p.fanout}
+	if p.kernel == nil {
+		return p.rules.Program(cfg)
+	}
+	compiled := fastpath.Compile(plan.kernelInput(p.kernel.maxPayloadOffset))
+	cfg.Kernel = compiled.Table
+	applied.Userspace = compiled.Userspace
+	if err := p.rules.Program(cfg); err != nil {
+		return err
+	}
+	p.kernel.programmed.Store(compiled)
+	return nil
+}
+
+// Adopt prepares a restart without loss: with the kernel path, it reads
+// the rules a previous run left and gives the endpoint slots the marks
+// those rules use, so that the first Apply changes only what differs. It
+// must run before the first Apply; it returns the number of marks adopted.
+func (p *Programmer) Adopt() (int, error) {
+	if p.kernel == nil {
+		return 0, nil
+	}
+	chains, err := p.rules.Chains()
+	if err != nil {
+		return 0, fmt.Errorf("read the rules left by a previous run: %w", err)
+	}
+	return p.engine.AdoptMarks(fastpath.AdoptedMarks(chains)), nil
 }
 
 // errNoCatchAll reports the queue rules left as they were.

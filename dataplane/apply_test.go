@@ -22,6 +22,8 @@ type fakeKernel struct {
 	paths    []route.ReturnPath
 	cfg      nft.Config
 	routeErr error
+	ruleErr  error
+	chains   map[string][]string // what Chains returns
 }
 
 // fakeRoutes is the fake's route.Reconciler side.
@@ -44,8 +46,10 @@ func (k fakeRoutes) Cleanup() error { k.calls = append(k.calls, "routes-cleanup"
 func (k *fakeKernel) Program(c nft.Config) error {
 	k.calls = append(k.calls, fmt.Sprint("rules@", k.engine.Generation()))
 	k.cfg = c
-	return nil
+	return k.ruleErr
 }
+
+func (k *fakeKernel) Chains() (map[string][]string, error) { return k.chains, nil }
 
 func (k *fakeKernel) Cleanup() error { k.calls = append(k.calls, "rules-cleanup"); return nil }
 

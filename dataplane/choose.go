@@ -1,6 +1,9 @@
 package dataplane
 
-import "github.com/sllbrd/sllbrd/dataplane/packet"
+import (
+	"github.com/sllbrd/sllbrd/dataplane/flowkey"
+	"github.com/sllbrd/sllbrd/dataplane/packet"
+)
 
 // choice is where a snapshot sends a decoded packet that is not a later
 // fragment: the decision itself, shared by Decide (which then counts it and
@@ -10,7 +13,7 @@ type choice struct {
 	route  int          // index of the matched route; -1 when none
 	target *routeTarget // the matched route's target; nil when none
 	fam    *familyTable // the family table looked up; nil before the lookup
-	hash   uint64       // the flow hash looked up in fam
+	hash   uint32       // the flow hash looked up in fam (flowkey.Hash)
 	slot   int          // the endpoint slot chosen (ReasonBalanced only)
 	mark   uint32       // the slot's fwmark (ReasonBalanced only)
 }
@@ -29,8 +32,8 @@ func (s *snapshot) choose(p *packet.Packet) choice {
 		return c
 	}
 	c.fam = svc.family(p.Family == 4)
-	c.hash = flowHash(p, svc.sctpPortsOnly)
-	slot, ok := c.fam.table.Lookup(c.hash)
+	c.hash = flowkey.Hash(p, svc.sctpPortsOnly)
+	slot, ok := c.fam.table.Lookup32(c.hash)
 	if !ok {
 		return c
 	}

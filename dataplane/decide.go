@@ -1,14 +1,11 @@
 package dataplane
 
 import (
-	"encoding/binary"
 	"sync/atomic"
 	"time"
 
 	"github.com/sllbrd/sllbrd/dataplane/fragment"
 	"github.com/sllbrd/sllbrd/dataplane/packet"
-	"github.com/sllbrd/sllbrd/maglev"
-	"github.com/sllbrd/sllbrd/model"
 )
 
 // Decision is the outcome of Decide. The caller owns it and reuses it for
@@ -144,21 +141,6 @@ func (e *Engine) countDecodeError(sh *engineShard, err error) {
 			return
 		}
 	}
-}
-
-// flowHash hashes the flow of p (see the package documentation).
-func flowHash(p *packet.Packet, sctpPortsOnly bool) uint64 {
-	var k [37]byte
-	binary.BigEndian.PutUint16(k[0:2], p.SrcPort)
-	binary.BigEndian.PutUint16(k[2:4], p.DstPort)
-	k[4] = byte(p.Proto)
-	if sctpPortsOnly && p.Proto == model.ProtoSCTP {
-		return maglev.Hash(maglev.FlowSeed, k[:5])
-	}
-	src, dst := p.Src.As16(), p.Dst.As16()
-	copy(k[5:21], src[:])
-	copy(k[21:37], dst[:])
-	return maglev.Hash(maglev.FlowSeed, k[:])
 }
 
 // fragmentKey names the datagram of a fragment. IPv4: source, destination,

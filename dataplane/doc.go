@@ -50,6 +50,15 @@
 //     it). After a restart, routes left by the previous run are deleted by
 //     the first Apply, once its own routes are added and its plan committed.
 //   - Before the first Commit every packet is dropped (ReasonNotConfigured).
+//   - With WithKernelPath, Apply also programs the kernel path (package
+//     fastpath compiles the plan being committed: same routes, tables,
+//     marks and flow hash) in the same nftables transaction as the VIP
+//     sets; when that fails, stale routes are not pruned nor their marks
+//     released. Adopt, before the first Apply, gives every endpoint slot the
+//     mark the kernel path left by a previous run uses (adopted marks start
+//     held: kept by a slot that is configured, released otherwise), so a
+//     restart changes nothing that still holds. KernelStats adds the kernel
+//     path's counter objects to the route, endpoint and balanced counters.
 //   - Engine.Explain decides a synthetic packet (a Probe) with the same
 //     decision function as Decide (choose: route lookup, flow hash, Maglev
 //     slot) and reports each step, without counting it or touching the
@@ -65,7 +74,10 @@
 // association reaches the same target from any of its addresses); a Service
 // with SCTPHashPorts false hashes SCTP like TCP. ICMP errors are hashed on the
 // flow they quote, reversed, so they reach the endpoint that owns the flow.
-// The hash is maglev.Hash with maglev.FlowSeed: every instance agrees.
+// The hash is flowkey.Hash: the kernel's jhash over the key laid out as
+// nftables registers, with maglev.FlowSeed, and the entry is
+// maglev.Table.Lookup32 (the kernel's reciprocal_scale), so every instance
+// agrees, and the kernel path (package fastpath) picks the same endpoint.
 //
 // # Fragments
 //

@@ -27,7 +27,7 @@ type Explanation struct {
 	// The Maglev lookup, when the route's Service exists.
 	Balanced    bool   // a lookup was made: the route's Service exists
 	Family      uint8  // 4 or 6: the table looked up
-	Hash        uint64 // the flow hash looked up
+	Hash        uint32 // the flow hash looked up (the kernel path's jhash)
 	TableSize   int    // M, the entries of the family's table
 	ActiveSlots int    // slots owning entries (ready endpoints of the family)
 	// Endpoint is the slot chosen (nil: no ready endpoint of the family).

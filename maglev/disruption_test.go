@@ -11,7 +11,7 @@ const maxExtraShare = 0.02
 
 // extraMoves counts the probes that changed slot between before and after
 // although neither the old nor the new slot is the changed one.
-func extraMoves(before, after *Table, changed int, probes []uint64) (entries, flows float64) {
+func extraMoves(before, after *Table, changed int, probes []uint32) (entries, flows float64) {
 	moved := 0
 	for i, old := range before.entries {
 		if now := after.entries[i]; old != now && int(old) != changed && int(now) != changed {
@@ -21,8 +21,8 @@ func extraMoves(before, after *Table, changed int, probes []uint64) (entries, fl
 	entries = float64(moved) / float64(before.size)
 	moved = 0
 	for _, h := range probes {
-		old, _ := before.Lookup(h)
-		now, _ := after.Lookup(h)
+		old, _ := before.Lookup32(h)
+		now, _ := after.Lookup32(h)
 		if old != now && old != changed && now != changed {
 			moved++
 		}
@@ -74,7 +74,7 @@ func without(active []bool, id int) []bool {
 func TestDisruption(t *testing.T) {
 	probes := flowHashes(100000)
 	for _, tc := range []struct{ n, every int }{
-		{3, 1}, {10, 1}, {32, 1}, {100, 1}, {1000, 1}, {32, 3}, {1000, 100},
+		{3, 1}, {10, 1}, {32, 1}, {100, 1}, {150, 1}, {300, 1}, {1000, 1}, {32, 3}, {1000, 100},
 	} {
 		active := everyKth(tc.n, tc.every)
 		t.Run(fmt.Sprintf("N=%d/every=%d", tc.n, tc.every), func(t *testing.T) {

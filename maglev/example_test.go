@@ -9,7 +9,9 @@ import (
 
 // A Service with up to 4 endpoints, slots 1 and 3 ready. The table is built
 // off the hot path and published with an atomic pointer; the packet path
-// loads the pointer, hashes the flow key and looks the slot up.
+// loads the pointer, hashes the flow key (here an IPv4 5-tuple laid out as
+// nftables registers: addresses, ports, protocol padded to 4 bytes) and
+// looks the slot up.
 func Example() {
 	params, err := maglev.NewParams(4)
 	if err != nil {
@@ -23,8 +25,8 @@ func Example() {
 	}
 	current.Store(table)
 
-	flowKey := []byte{10, 0, 0, 1, 192, 0, 2, 1, 0x30, 0x39, 0, 80, 6}
-	slot, ok := current.Load().Lookup(maglev.Hash(maglev.FlowSeed, flowKey))
+	flowKey := []byte{10, 0, 0, 1, 192, 0, 2, 1, 0x30, 0x39, 0, 80, 6, 0, 0, 0}
+	slot, ok := current.Load().Lookup32(maglev.JHash(flowKey, maglev.FlowSeed))
 	fmt.Println(slot == 1 || slot == 3, ok, table.Size(), table.Entries(0))
-	// Output: true true 65537 0
+	// Output: true true 16381 0
 }

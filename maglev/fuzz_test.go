@@ -35,7 +35,7 @@ func FuzzBuild(f *testing.F) {
 		}
 		if tbl.ActiveSlots() == 0 {
 			for _, h := range probes {
-				if slot, ok := tbl.Lookup(h); ok {
+				if slot, ok := tbl.Lookup32(h); ok {
 					t.Fatalf("Lookup = %d, true without active slots", slot)
 				}
 			}

@@ -26,8 +26,9 @@ var goldenTables = []struct {
 	{n: 10, every: 11}, // slot 0 only
 }
 
-// goldenText renders flow hashes, table digests and flow lookups; any change
-// of Hash, of the permutation or of the populate order changes it.
+// goldenText renders hashes, flow hashes, table digests and flow lookups;
+// any change of Hash, JHash, of the permutation or of the populate order
+// changes it.
 func goldenText(t *testing.T) string {
 	var b strings.Builder
 	b.WriteString("# maglev golden data: go test ./maglev -run TestGolden -update rewrites it.\n")
@@ -37,8 +38,19 @@ func goldenText(t *testing.T) string {
 		for i := range key[:n] {
 			key[i] = byte(31*i + n)
 		}
-		for _, seed := range []uint64{0, FlowSeed} {
+		for _, seed := range []uint64{0, OffsetSeed} {
 			fmt.Fprintf(&b, "hash seed=%016x key=%x -> %016x\n", seed, key[:n], Hash(seed, key[:n]))
+		}
+	}
+	// The flow hash, for every key length the flow keys use (12, 20, 44)
+	// and around them.
+	key = make([]byte, 48)
+	for n := range len(key) + 1 {
+		for i := range key[:n] {
+			key[i] = byte(37*i + n)
+		}
+		for _, seed := range []uint32{0, FlowSeed} {
+			fmt.Fprintf(&b, "jhash seed=%08x key=%x -> %08x\n", seed, key[:n], JHash(key[:n], seed))
 		}
 	}
 	hashes := flowHashes(60)
@@ -51,7 +63,7 @@ func goldenText(t *testing.T) string {
 		fmt.Fprintf(&b, "table N=%d M=%d every=%d active=%d sha256=%x\n",
 			g.n, tbl.Size(), g.every, tbl.ActiveSlots(), sha256.Sum256(raw))
 		for i, h := range hashes {
-			slot, ok := tbl.Lookup(h)
+			slot, ok := tbl.Lookup32(h)
 			fmt.Fprintf(&b, "  flow %d hash=%016x -> slot %d %v\n", i, h, slot, ok)
 		}
 	}

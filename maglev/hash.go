@@ -5,10 +5,6 @@ import (
 	"math/bits"
 )
 
-// FlowSeed is the seed the dataplane uses for flow keys. Changing it sends
-// flows to different slots, so every instance of a deployment must agree.
-const FlowSeed uint64 = 0x736c6c6272642d66 // "sllbrd-f" read as a big-endian integer
-
 // Odd 64-bit multipliers with well-mixed bit patterns, as commonly used for
 // multiplicative hashing (the first is derived from the golden ratio).
 const (

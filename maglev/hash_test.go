@@ -26,7 +26,7 @@ func (s *splitmix) fill(b []byte) {
 func TestHashAllocatesNothing(t *testing.T) {
 	key := make([]byte, 40)
 	for _, n := range []int{0, 7, 13, 37, 40} {
-		if allocs := testing.AllocsPerRun(100, func() { Hash(FlowSeed, key[:n]) }); allocs != 0 {
+		if allocs := testing.AllocsPerRun(100, func() { Hash(OffsetSeed, key[:n]) }); allocs != 0 {
 			t.Errorf("Hash of %d bytes: %v allocs, want 0", n, allocs)
 		}
 	}
@@ -36,29 +36,37 @@ func TestHashAllocatesNothing(t *testing.T) {
 // bytes and requires every output bit to flip with probability 0.5 +- 0.1
 // (1000 samples: the bound is 6 standard deviations).
 func TestHashAvalanche(t *testing.T) {
-	const samples = 1000
 	rng := splitmix(1)
-	key := make([]byte, 40)
 	for n := 1; n <= 40; n++ {
-		flips := make([][64]int, 8*n)
-		for range samples {
-			rng.fill(key[:n])
-			seed := rng.next()
-			h := Hash(seed, key[:n])
-			for bit := range 8 * n {
-				key[bit/8] ^= 1 << (bit % 8)
-				diff := h ^ Hash(seed, key[:n])
-				key[bit/8] ^= 1 << (bit % 8)
-				for out := range 64 {
-					flips[bit][out] += int(diff >> out & 1)
-				}
+		checkAvalanche(t, &rng, n, 64, Hash)
+	}
+}
+
+// checkAvalanche flips every bit of 1000 random keys of n bytes and fails
+// unless each of the hash's outBits output bits flips with probability 0.5
+// +- 0.1 (6 standard deviations).
+func checkAvalanche(t *testing.T, rng *splitmix, n, outBits int, hash func(seed uint64, key []byte) uint64) {
+	t.Helper()
+	const samples = 1000
+	key := make([]byte, n)
+	flips := make([][64]int, 8*n)
+	for range samples {
+		rng.fill(key)
+		seed := rng.next()
+		h := hash(seed, key)
+		for bit := range 8 * n {
+			key[bit/8] ^= 1 << (bit % 8)
+			diff := h ^ hash(seed, key)
+			key[bit/8] ^= 1 << (bit % 8)
+			for out := range outBits {
+				flips[bit][out] += int(diff >> out & 1)
 			}
 		}
-		for bit := range flips {
-			for out, c := range flips[bit] {
-				if p := float64(c) / samples; p < 0.4 || p > 0.6 {
-					t.Fatalf("len %d: input bit %d flips output bit %d with p=%.3f", n, bit, out, p)
-				}
+	}
+	for bit := range flips {
+		for out, c := range flips[bit][:outBits] {
+			if p := float64(c) / samples; p < 0.4 || p > 0.6 {
+				t.Fatalf("len %d: input bit %d flips output bit %d with p=%.3f", n, bit, out, p)
 			}
 		}
 	}
@@ -94,7 +102,7 @@ func TestHashLengthMatters(t *testing.T) {
 	seen := map[uint64]int{}
 	zeros := make([]byte, 64)
 	for n := range zeros {
-		h := Hash(FlowSeed, zeros[:n])
+		h := Hash(OffsetSeed, zeros[:n])
 		if m, dup := seen[h]; dup {
 			t.Fatalf("%d and %d zero bytes hash alike: %#x", m, n, h)
 		}
@@ -135,7 +143,7 @@ func TestTailWordInjective(t *testing.T) {
 func TestHashSpread(t *testing.T) {
 	const flows, buckets = 100000, 64
 	var high, low [buckets]float64
-	for _, h := range flowHashes(flows) {
+	for _, h := range keyHashes(flows) {
 		hi, _ := bits.Mul64(h, buckets)
 		high[hi]++
 		low[h%buckets]++

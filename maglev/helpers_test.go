@@ -48,12 +48,23 @@ func flowKey(dst *[13]byte, i int) []byte {
 	return dst[:]
 }
 
-// flowHashes returns the hashes of n synthetic flows.
-func flowHashes(n int) []uint64 {
+// flowHashes returns the flow hashes (JHash with FlowSeed, as both
+// dataplane paths compute them) of n synthetic flows.
+func flowHashes(n int) []uint32 {
+	hashes := make([]uint32, n)
+	var key [13]byte
+	for i := range hashes {
+		hashes[i] = JHash(flowKey(&key, i), FlowSeed)
+	}
+	return hashes
+}
+
+// keyHashes returns the 64-bit Hash of n synthetic flow keys.
+func keyHashes(n int) []uint64 {
 	hashes := make([]uint64, n)
 	var key [13]byte
 	for i := range hashes {
-		hashes[i] = Hash(FlowSeed, flowKey(&key, i))
+		hashes[i] = Hash(OffsetSeed, flowKey(&key, i))
 	}
 	return hashes
 }

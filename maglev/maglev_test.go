@@ -34,12 +34,12 @@ func TestNoActiveSlot(t *testing.T) {
 	var none *Table
 	for _, tb := range []*Table{tbl, none} {
 		for _, h := range flowHashes(100) {
-			if slot, ok := tb.Lookup(h); ok {
+			if slot, ok := tb.Lookup32(h); ok {
 				t.Fatalf("Lookup(%#x) = %d, true on a table without active slots", h, slot)
 			}
 		}
 	}
-	if tbl.ActiveSlots() != 0 || tbl.Slots() != 8 || tbl.Size() != 65537 || tbl.Entries(0) != 0 {
+	if tbl.ActiveSlots() != 0 || tbl.Slots() != 8 || tbl.Size() != MinSize || tbl.Entries(0) != 0 {
 		t.Errorf("empty table: active=%d slots=%d size=%d entries(0)=%d",
 			tbl.ActiveSlots(), tbl.Slots(), tbl.Size(), tbl.Entries(0))
 	}
@@ -77,7 +77,7 @@ func TestEntriesBalanced(t *testing.T) {
 }
 
 // checkTable asserts the balance and ownership invariants of tbl.
-func checkTable(t *testing.T, tbl *Table, active []bool, probes []uint64) {
+func checkTable(t *testing.T, tbl *Table, active []bool, probes []uint32) {
 	t.Helper()
 	a := 0
 	for _, on := range active {
@@ -98,7 +98,7 @@ func checkTable(t *testing.T, tbl *Table, active []bool, probes []uint64) {
 		t.Fatalf("entries %d of %d, active %d of %d", total, tbl.Size(), tbl.ActiveSlots(), a)
 	}
 	for _, h := range probes {
-		if slot, ok := tbl.Lookup(h); !ok || !active[slot] {
+		if slot, ok := tbl.Lookup32(h); !ok || !active[slot] {
 			t.Fatalf("Lookup(%#x) = %d, %v: want an active slot", h, slot, ok)
 		}
 	}
@@ -110,7 +110,7 @@ func TestFlowsBalanced(t *testing.T) {
 	tbl := mustBuild(t, mustParams(t, 10), allActive(10))
 	counts := make([]int, 10)
 	for _, h := range flowHashes(100000) {
-		slot, _ := tbl.Lookup(h)
+		slot, _ := tbl.Lookup32(h)
 		counts[slot]++
 	}
 	lo, hi := slices.Min(counts), slices.Max(counts)
@@ -147,8 +147,8 @@ func TestLookupAllocatesNothing(t *testing.T) {
 	hashes := flowHashes(64)
 	allocs := testing.AllocsPerRun(100, func() {
 		for _, h := range hashes {
-			tbl.Lookup(h)
-			empty.Lookup(h)
+			tbl.Lookup32(h)
+			empty.Lookup32(h)
 		}
 	})
 	if allocs != 0 {
@@ -171,7 +171,7 @@ func TestConcurrentSwap(t *testing.T) {
 			for !stop.Load() {
 				tbl := current.Load()
 				for _, h := range hashes {
-					slot, ok := tbl.Lookup(h)
+					slot, ok := tbl.Lookup32(h)
 					if ok && tbl.Entries(slot) == 0 || !ok && tbl != nil && tbl.ActiveSlots() > 0 {
 						errs <- fmt.Sprintf("Lookup = %d, %v on a table with %d active", slot, ok, tbl.ActiveSlots())
 						return

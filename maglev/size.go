@@ -9,10 +9,13 @@ const (
 	MaxSlots = 1<<16 - 1
 	// MaxSize is the largest table size M (16 Mi entries, 32 MiB).
 	MaxSize = 1 << 24
-	// MinSize is the smallest default table size (the paper's M).
-	MinSize = 65537
+	// MinSize is the smallest default table size: a prime near 2^14, so
+	// that a Service's table is a small nftables map (about 1.5 MiB of
+	// kernel memory per address family) while few flows move needlessly
+	// on a change (see the package documentation).
+	MinSize = 16381
 	// SizeFactor is the default number of table entries per slot.
-	SizeFactor = 100
+	SizeFactor = 150
 )
 
 // DefaultSize returns the default table size for n slots: the smallest

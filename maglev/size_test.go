@@ -4,8 +4,8 @@ import "testing"
 
 func TestDefaultSize(t *testing.T) {
 	for _, tc := range []struct{ n, want int }{
-		{1, 65537}, {3, 65537}, {32, 65537}, {655, 65537}, {656, 65609},
-		{1000, 100003}, {5000, 500009}, {MaxSlots, 6553511},
+		{1, 16381}, {3, 16381}, {32, 16381}, {109, 16381}, {110, 16519},
+		{1000, 150001}, {5000, 750019}, {MaxSlots, 9830257},
 	} {
 		got, err := DefaultSize(tc.n)
 		if err != nil || got != tc.want {

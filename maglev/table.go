@@ -21,6 +21,27 @@ func (t *Table) Lookup(hash uint64) (slot int, ok bool) {
 	return int(t.entries[i]), true
 }
 
+// Lookup32 returns the slot that owns entry ReciprocalScale(h, M), the
+// entry nftables picks for "jhash ... mod M" with hash h, and ok=false when
+// no slot is active or t is nil. It equals Lookup(uint64(h) << 32) and
+// allocates nothing.
+func (t *Table) Lookup32(h uint32) (slot int, ok bool) {
+	if t == nil || len(t.entries) == 0 {
+		return 0, false
+	}
+	return int(t.entries[ReciprocalScale(h, uint32(len(t.entries)))]), true
+}
+
+// AppendEntrySlots appends, for every entry 0..M-1 in order, the slot that
+// owns it (nothing when no slot is active) and returns the extended slice:
+// the table as the kernel's map holds it.
+func (t *Table) AppendEntrySlots(dst []uint16) []uint16 {
+	if t == nil {
+		return dst
+	}
+	return append(dst, t.entries...)
+}
+
 // Size returns M, the number of entries.
 func (t *Table) Size() int { return t.size }
 

@@ -22,6 +22,7 @@ import (
 // daemon's parts, read at each request.
 type adminBackend struct {
 	engine    *dataplane.Engine
+	kernel    kernelCounts                                       // the kernel path's counters; nil with --dataplane nfqueue
 	bgp       func(ctx context.Context) ([]bgp.PeerStats, error) // nil: no speaker
 	bfd       func() []bfd.Stats                                 // nil: no BFD
 	status    *configStatus
@@ -38,16 +39,42 @@ type adminBackend struct {
 
 var _ admin.Backend = (*adminBackend)(nil)
 
+// kernelCounts is what the kernel path counted (dataplane.KernelStats):
+// show adds it to the engine's counts, as the metrics do, so a route or
+// endpoint reports its packets whichever path decided them.
+type kernelCounts interface {
+	RouteCount(route, service string) dataplane.Count
+	EndpointCount(service string, id int, addr string) dataplane.Count
+}
+
+func (b *adminBackend) routeCount(route, service string, c dataplane.Count) dataplane.Count {
+	if b.kernel != nil {
+		k := b.kernel.RouteCount(route, service)
+		c.Packets, c.Bytes = c.Packets+k.Packets, c.Bytes+k.Bytes
+	}
+	return c
+}
+
+func (b *adminBackend) endpointCount(service string, id int, f *dataplane.EndpointFamilyView) dataplane.Count {
+	c := f.Count
+	if b.kernel != nil {
+		k := b.kernel.EndpointCount(service, id, f.Addr.String())
+		c.Packets, c.Bytes = c.Packets+k.Packets, c.Bytes+k.Bytes
+	}
+	return c
+}
+
 func (b *adminBackend) Routes(context.Context) (admin.Routes, error) {
 	in := b.engine.Inspect()
 	out := admin.Routes{Generation: in.Generation, Routes: []admin.Route{}}
 	for _, rv := range in.Routes {
 		r := rv.Route
+		c := b.routeCount(r.Name, r.Service, rv.Count)
 		out.Routes = append(out.Routes, admin.Route{Name: r.Name, Priority: r.Priority, Service: r.Service,
 			ServiceFound: rv.ServiceFound, Destinations: prefixAddrs(r),
 			Sources: nonNil(r.Sources), Protocols: texts(r.Protocols, model.Protocol.String),
 			SourcePorts: texts(r.SourcePorts, portRange), DestinationPorts: texts(r.DestinationPorts, portRange),
-			ByteMatches: texts(r.ByteMatches, model.ByteMatch.String), Packets: rv.Count.Packets, Bytes: rv.Count.Bytes})
+			ByteMatches: texts(r.ByteMatches, model.ByteMatch.String), Packets: c.Packets, Bytes: c.Bytes})
 	}
 	return out, nil
 }
@@ -61,19 +88,20 @@ func (b *adminBackend) Services(context.Context) (admin.Services, error) {
 			IPv6: admin.Table{Size: sv.IPv6.Size, ActiveEndpoints: sv.IPv6.ActiveSlots}, Endpoints: []admin.Endpoint{}}
 		for _, ep := range sv.Endpoints {
 			svc.Endpoints = append(svc.Endpoints, admin.Endpoint{Service: sv.Name, ID: ep.ID, Mark: ep.Mark,
-				IPv4: endpointAddress(ep.IPv4, sv.IPv4.Size), IPv6: endpointAddress(ep.IPv6, sv.IPv6.Size)})
+				IPv4: b.endpointAddress(sv.Name, ep.ID, ep.IPv4, sv.IPv4.Size), IPv6: b.endpointAddress(sv.Name, ep.ID, ep.IPv6, sv.IPv6.Size)})
 		}
 		out.Services = append(out.Services, svc)
 	}
 	return out, nil
 }
 
-func endpointAddress(f *dataplane.EndpointFamilyView, size int) *admin.EndpointAddress {
+func (b *adminBackend) endpointAddress(service string, id int, f *dataplane.EndpointFamilyView, size int) *admin.EndpointAddress {
 	if f == nil {
 		return nil
 	}
+	c := b.endpointCount(service, id, f)
 	return &admin.EndpointAddress{Address: f.Addr, Ready: f.Ready, Entries: f.Entries, Share: share(f.Entries, size),
-		Packets: f.Count.Packets, Bytes: f.Count.Bytes}
+		Packets: c.Packets, Bytes: c.Bytes}
 }
 
 func share(entries, size int) float64 {
@@ -154,7 +182,7 @@ func (b *adminBackend) Explain(_ context.Context, f admin.Flow) (admin.Explanati
 		out.Misses = append(out.Misses, admin.Miss{Route: m.Route, Priority: m.Priority, Check: m.Check, Detail: m.Detail})
 	}
 	if x.Balanced {
-		out.Lookup = &admin.Lookup{Family: int(x.Family), Hash: fmt.Sprintf("%#016x", x.Hash), TableSize: x.TableSize,
+		out.Lookup = &admin.Lookup{Family: int(x.Family), Hash: fmt.Sprintf("%#08x", x.Hash), TableSize: x.TableSize,
 			ActiveEndpoints: x.ActiveSlots}
 	}
 	if ep := x.Endpoint; ep != nil {

@@ -115,6 +115,9 @@ func (d *daemon) adminBackend() *adminBackend {
 	b := &adminBackend{engine: d.engine, status: d.status, ready: d.ready, gateway: d.cfg.gateway,
 		source: sourceOf(d.cfg), queues: d.cfg.queues, copyRange: d.cfg.copyRange,
 		level: d.cfg.admin.level, log: d.log, now: time.Now}
+	if d.kernel != nil {
+		b.kernel = d.kernel
+	}
 	if qs := d.queues.Queues(); len(qs) > 0 {
 		b.holdLimit = int(dataplane.HoldLimit(qs[0].MaxLen()))
 	}

@@ -14,7 +14,11 @@ import (
 // reach all targets, evenly within a bound, and a repeated flow reaches the
 // same target.
 func TestIntegrationFlowsSpreadAndStick(t *testing.T) {
-	l := labSetup(t, 1)
+	forEachDataplane(t, testIntegrationFlowsSpreadAndStick)
+}
+
+func testIntegrationFlowsSpreadAndStick(t *testing.T, mode string) {
+	l := dataplaneLab(t, 1, mode)
 	startSllbrd(t, l, allTargets, webRoute, 1)
 	const n = 300
 	for _, vip := range []netip.Addr{vip4, vip6} {
@@ -44,7 +48,11 @@ func TestIntegrationFlowsSpreadAndStick(t *testing.T) {
 // TestIntegrationEndpointChangesMoveOnlyTheirFlows: un-readying an endpoint,
 // then removing it, moves only the flows it served.
 func TestIntegrationEndpointChangesMoveOnlyTheirFlows(t *testing.T) {
-	l := labSetup(t, 1)
+	forEachDataplane(t, testIntegrationEndpointChangesMoveOnlyTheirFlows)
+}
+
+func testIntegrationEndpointChangesMoveOnlyTheirFlows(t *testing.T, mode string) {
+	l := dataplaneLab(t, 1, mode)
 	dir, insts := startSllbrd(t, l, allTargets, webRoute, 1)
 	opts := []lab.FlowOptions{{VIP: vip4, Port: 5001, Count: 200}, {VIP: vip6, Port: 5001, Count: 200}}
 	var before []map[lab.Flow]string

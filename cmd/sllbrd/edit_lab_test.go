@@ -15,7 +15,11 @@ import (
 // be parsed is reported (readiness, metric) while the last good
 // configuration keeps carrying traffic; fixing the file recovers.
 func TestIntegrationInvalidEditKeepsLastGoodState(t *testing.T) {
-	l := labSetup(t, 1)
+	forEachDataplane(t, testIntegrationInvalidEditKeepsLastGoodState)
+}
+
+func testIntegrationInvalidEditKeepsLastGoodState(t *testing.T, mode string) {
+	l := dataplaneLab(t, 1, mode)
 	dir, insts := startSllbrd(t, l, allTargets, webRoute, 1)
 	o := lab.FlowOptions{VIP: vip4, Port: 5005, Count: 100, SrcPortBase: 34000}
 	before := flows(t, l, o)

@@ -41,8 +41,12 @@ const (
 // room for the odd loss of a busy shared machine while failing on what the
 // flood causes.
 func TestIntegrationFragmentFloodLeavesTheQueueUsable(t *testing.T) {
+	forEachDataplane(t, testIntegrationFragmentFloodLeavesTheQueueUsable)
+}
+
+func testIntegrationFragmentFloodLeavesTheQueueUsable(t *testing.T, mode string) {
 	require.Lab(t)
-	l := labSetup(t, 1)
+	l := dataplaneLab(t, 1, mode)
 	_, insts := startSllbrd(t, l, allTargets, webRoute, 1)
 	inst := insts[0]
 	for i, vip := range []netip.Addr{vip4, vip6} {

@@ -14,7 +14,11 @@ import (
 // (which reassembles and answers), the one a small datagram of the same
 // flow reaches.
 func TestIntegrationFragmentedDatagramsArriveWhole(t *testing.T) {
-	l := labSetup(t, 1)
+	forEachDataplane(t, testIntegrationFragmentedDatagramsArriveWhole)
+}
+
+func testIntegrationFragmentedDatagramsArriveWhole(t *testing.T, mode string) {
+	l := dataplaneLab(t, 1, mode)
 	_, insts := startSllbrd(t, l, allTargets, webRoute, 1)
 	for _, vip := range []netip.Addr{vip4, vip6} {
 		small := flows(t, l, lab.FlowOptions{VIP: vip, Port: 5003, Count: 40, SrcPortBase: 32000})

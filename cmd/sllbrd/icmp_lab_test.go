@@ -20,7 +20,11 @@ import (
 // sent by the gateway to the VIP, reaches the target that serves the flow
 // (PMTU discovery through the LB) and no other.
 func TestIntegrationICMPErrorsReachTheFlowsTarget(t *testing.T) {
-	l := labSetup(t, 1)
+	forEachDataplane(t, testIntegrationICMPErrorsReachTheFlowsTarget)
+}
+
+func testIntegrationICMPErrorsReachTheFlowsTarget(t *testing.T, mode string) {
+	l := dataplaneLab(t, 1, mode)
 	startSllbrd(t, l, allTargets, webRoute, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

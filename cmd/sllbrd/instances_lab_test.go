@@ -12,7 +12,11 @@ import (
 // TestIntegrationTwoInstancesAgree: two sllbrd fed the same manifests send
 // every flow to the same target, without sharing any state.
 func TestIntegrationTwoInstancesAgree(t *testing.T) {
-	l := labSetup(t, 2)
+	forEachDataplane(t, testIntegrationTwoInstancesAgree)
+}
+
+func testIntegrationTwoInstancesAgree(t *testing.T, mode string) {
+	l := dataplaneLab(t, 2, mode)
 	_, insts := startSllbrd(t, l, allTargets, webRoute, 1, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,6 +57,39 @@ func labWith(t *testing.T, opts lab.Options) *lab.Lab {
 	return l
 }
 
+// dataplanes are the --dataplane modes every end-to-end test of the
+// dataplane runs with.
+var dataplanes = []string{dataplaneKernel, dataplaneNFQueue}
+
+// labDataplane holds the --dataplane of each lab dataplaneLab made.
+var labDataplane sync.Map // *lab.Lab -> string
+
+// forEachDataplane runs test once per dataplane mode, as subtests named
+// after the mode.
+func forEachDataplane(t *testing.T, test func(t *testing.T, mode string)) {
+	for _, mode := range dataplanes {
+		t.Run(mode, func(t *testing.T) { test(t, mode) })
+	}
+}
+
+// dataplaneLab is labSetup for sllbrd instances started with --dataplane
+// mode.
+func dataplaneLab(t *testing.T, lbs int, mode string) *lab.Lab {
+	t.Helper()
+	l := labSetup(t, lbs)
+	labDataplane.Store(l, mode)
+	t.Cleanup(func() { labDataplane.Delete(l) })
+	return l
+}
+
+// dataplaneArgs appends l's --dataplane (if dataplaneLab made it) to args.
+func dataplaneArgs(l *lab.Lab, args ...string) []string {
+	if mode, ok := labDataplane.Load(l); ok {
+		args = append(args, "--dataplane", mode.(string))
+	}
+	return args
+}
+
 // startSllbrd writes the manifests, starts sllbrd in each given LB, routes
 // the VIPs from the gateway via the first one and waits until all are
 // programmed.
@@ -81,7 +115,7 @@ func startInstances(t *testing.T, l *lab.Lab, cfg e2e.Config, lbs ...int) (dir s
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, n := range lbs {
-		inst, err := e2e.Start(l, lab.LBName(n), sllbrdBinary, dir, "--queues", "2")
+		inst, err := e2e.Start(l, lab.LBName(n), sllbrdBinary, dir, dataplaneArgs(l, "--queues", "2")...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,6 +159,33 @@ var allTargets = []e2e.Service{{Name: "service-a", Targets: []int{1, 2, 3}}}
 
 var webRoute = []e2e.Route{{Name: "all", Service: "service-a", Priority: 10,
 	Fields: `protocols: [TCP, UDP], destinationPorts: ["80", "5000-5010"]`}}
+
+// startFloods starts a UDP flood to each VIP (IPv4, IPv6) from the client
+// with o's settings (o.VIP and o.Stop are set here) and returns the
+// function that stops them and returns their results, IPv4 first; a flood
+// that failed fails t. Calling it again returns the same results.
+func startFloods(t *testing.T, ctx context.Context, l *lab.Lab, o lab.BlastOptions) func() []lab.BlastResult {
+	t.Helper()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	results := make([]lab.BlastResult, 2)
+	errs := make([]error, 2)
+	for i, vip := range []netip.Addr{vip4, vip6} {
+		o := o
+		o.VIP, o.Stop = vip, stop
+		wg.Go(func() { results[i], errs[i] = l.Blast(ctx, o) })
+	}
+	return sync.OnceValue(func() []lab.BlastResult {
+		close(stop)
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("flood %d: %v", i, err)
+			}
+		}
+		return results
+	})
+}
 
 // waitGeneration waits until inst has programmed generation gen.
 func waitGeneration(t *testing.T, inst *e2e.Instance, gen uint64) {

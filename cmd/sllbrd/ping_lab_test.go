@@ -20,8 +20,12 @@ import (
 // fragments first) is balanced by the echo rule and answered by a target,
 // in both families.
 func TestIntegrationFragmentedPingReachesATarget(t *testing.T) {
+	forEachDataplane(t, testIntegrationFragmentedPingReachesATarget)
+}
+
+func testIntegrationFragmentedPingReachesATarget(t *testing.T, mode string) {
 	require.Lab(t)
-	l := labSetup(t, 1)
+	l := dataplaneLab(t, 1, mode)
 	_, insts := startSllbrd(t, l, allTargets, webRoute, 1)
 	const pings = 10
 	for _, vip := range []netip.Addr{vip4, vip6} {

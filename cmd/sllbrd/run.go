@@ -28,6 +28,7 @@ type daemon struct {
 	log    *slog.Logger
 	engine *dataplane.Engine
 	prog   *dataplane.Programmer
+	kernel *dataplane.KernelStats // the kernel path's counters; nil with --dataplane nfqueue
 	queues *nfqueue.Group
 	loop   *reconcile.Loop
 	source *configSource
@@ -101,11 +102,29 @@ func newDaemon(cfg *config, log *slog.Logger) (*daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nfqueue %d..%d: %w", cfg.queueFirst, int(cfg.queueFirst)+cfg.queues-1, err)
 	}
+	opts, err := programmerOptions(cfg, conn, log)
+	if err != nil {
+		d.queues.Close()
+		return nil, err
+	}
 	d.prog = dataplane.NewProgrammer(d.engine, rules, routes,
-		nft.QueueRange{First: uint16(cfg.queueFirst), Count: uint16(cfg.queues)}, cfg.queueFanout, dataplane.ReturnTable)
+		nft.QueueRange{First: uint16(cfg.queueFirst), Count: uint16(cfg.queues)}, cfg.queueFanout, dataplane.ReturnTable, opts...)
+	// A previous run may have left the kernel path running (--on-exit keep,
+	// or a crash): keep its marks so that the first apply changes nothing
+	// that still holds.
+	if n, err := d.prog.Adopt(); err != nil {
+		log.Warn("adopting the rules of a previous run", "err", err)
+	} else if n > 0 {
+		log.Info("adopted the endpoint marks of a previous run's kernel path", "marks", n)
+	}
 	d.applier.dataplane = d.recordStatus(d.prog)
 	d.registry = metrics.NewRegistry()
-	d.registry.MustRegister(metrics.NewEngineCollector(d.engine), metrics.NewNFQueueCollector(metrics.GroupQueues(d.queues)),
+	stats, err := engineStats(d, d.registry)
+	if err != nil {
+		d.queues.Close()
+		return nil, err
+	}
+	d.registry.MustRegister(metrics.NewEngineCollector(stats), metrics.NewNFQueueCollector(metrics.GroupQueues(d.queues)),
 		d.applies, metrics.ReadyGauge(d.ready))
 	return d, nil
 }
@@ -159,9 +178,12 @@ func (d *daemon) run(ctx context.Context) error {
 	return err
 }
 
-// close removes what sllbrd programmed and releases the queues.
+// close removes what sllbrd programmed (unless --on-exit keep leaves it for
+// the next run to adopt) and releases the queues.
 func (d *daemon) close() {
-	if err := d.prog.Cleanup(); err != nil {
+	if d.cfg.onExit == onExitKeep {
+		d.log.Info("leaving the nftables table and policy routes in place (--on-exit keep)")
+	} else if err := d.prog.Cleanup(); err != nil {
 		d.log.Error("cleanup", "err", err)
 	}
 	if err := d.queues.Close(); err != nil {

@@ -13,7 +13,11 @@ import (
 // protocols, source CIDRs and byte matches pick the right Service. service-a
 // is t1..t3, service-b only t3, service-c only t2.
 func TestIntegrationRoutesSteerTraffic(t *testing.T) {
-	l := labSetup(t, 1)
+	forEachDataplane(t, testIntegrationRoutesSteerTraffic)
+}
+
+func testIntegrationRoutesSteerTraffic(t *testing.T, mode string) {
+	l := dataplaneLab(t, 1, mode)
 	services := []e2e.Service{
 		{Name: "service-a", Targets: []int{1, 2, 3}},
 		{Name: "service-b", Targets: []int{3}},

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,8 +26,12 @@ import (
 // Half of the cycles re-add t2 at once (its mark comes back), half only
 // after the removed mark's rules are gone (the grace period has ended).
 func TestIntegrationEndpointChurnNeverMisroutes(t *testing.T) {
+	forEachDataplane(t, testIntegrationEndpointChurnNeverMisroutes)
+}
+
+func testIntegrationEndpointChurnNeverMisroutes(t *testing.T, mode string) {
 	require.Lab(t)
-	l := labSetup(t, 1)
+	l := dataplaneLab(t, 1, mode)
 	port := l.Options().BlastPort
 	routes := []e2e.Route{{Name: "churn", Service: "service-a", Priority: 10,
 		Fields: fmt.Sprintf(`protocols: [UDP], destinationPorts: ["%d"]`, port)}}
@@ -47,17 +50,7 @@ func TestIntegrationEndpointChurnNeverMisroutes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	results := make([]lab.BlastResult, 2)
-	errs := make([]error, 2)
-	for i, vip := range []netip.Addr{vip4, vip6} {
-		wg.Go(func() {
-			results[i], errs[i] = l.Blast(ctx, lab.BlastOptions{VIP: vip, Rate: 3000, Flows: 512,
-				Duration: 50 * time.Second, Stop: stop})
-		})
-	}
-	stopFloods := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	stopFloods := startFloods(t, ctx, l, lab.BlastOptions{Rate: 3000, Flows: 512, Duration: 50 * time.Second})
 	defer stopFloods()
 
 	const cycles = 6
@@ -86,11 +79,9 @@ func TestIntegrationEndpointChurnNeverMisroutes(t *testing.T) {
 		gen++
 		waitGeneration(t, insts[0], gen)
 	}
-	stopFloods()
-	for i := range errs {
-		if errs[i] != nil {
-			t.Fatalf("flood: %v", errs[i])
-		}
+	results := stopFloods()
+	if t.Failed() {
+		return
 	}
 	audit, err := l.ReadRouteAudit(ctx, lb)
 	if err != nil {

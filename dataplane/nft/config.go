@@ -16,6 +16,9 @@ type Config struct {
 	Queues QueueRange
 	// Fanout spreads by CPU instead of by flow hash.
 	Fanout bool
+	// Kernel, when set, decides VIP packets in the kernel (see FastPath);
+	// nil queues them all.
+	Kernel *FastPath
 }
 
 // QueueRange is the queue numbers First .. First+Count-1.
@@ -39,6 +42,9 @@ func (c Config) Validate() error {
 		if !a.IsValid() || a.Unmap().IsUnspecified() {
 			return fmt.Errorf("%w: VIP %q", ErrInvalidConfig, a)
 		}
+	}
+	if c.Kernel != nil {
+		return c.Kernel.validate(c.VIPs)
 	}
 	return nil
 }

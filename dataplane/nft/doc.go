@@ -8,7 +8,14 @@
 //
 //   - sets "vips4" (ipv4_addr) and "vips6" (ipv6_addr) holding the VIPs;
 //   - chain "prerouting" (filter, hook prerouting, priority raw = -300):
-//     "ip daddr @vips4 queue" and "ip6 daddr @vips6 queue";
+//     "ip daddr @vips4 queue" and "ip6 daddr @vips6 queue"; with a kernel
+//     path (Config.Kernel, built by package fastpath) first "ip daddr vmap
+//     @dispatch4" (and "ip6 daddr vmap @dispatch6") jumping to the fast
+//     path's chain of the VIP: a packet they give no verdict comes back and
+//     is queued by the next rule;
+//   - with a kernel path, its maps "dispatch4"/"dispatch6" (sized powers of
+//     two, so IPv4's is a fixed hash table of 4-byte keys), and its regular
+//     chains, named sets and verdict maps, and counter objects;
 //   - chain "output" (filter, hook output, priority raw): ICMP errors the
 //     node itself generates towards a VIP (ICMP destination-unreachable and
 //     time-exceeded; ICMPv6 types 1, 2, 3) are queued as well, so the load
@@ -58,11 +65,25 @@
 // the node's address.
 //
 // Transactions. Program makes the kernel match a Config in ONE nftables
-// transaction (one Flush). When the table already has exactly the expected
-// chains, sets and rules (rules carry a comment naming the layout version
-// and queue settings), only the set elements are replaced (flush set + add
-// elements) and rule counters survive; otherwise the table is deleted and
-// rebuilt inside the same transaction. Programming the same Config twice
-// leaves the same ruleset; restarts are idempotent. Cleanup deletes the
-// table.
+// transaction (one netlink batch): no packet ever sees half a change. It
+// compares the wanted table with the table as it is: the state it
+// committed last while the ruleset generation is still the one it
+// committed (nobody else changed any table), or else the table read back
+// from the kernel (at start: what a previous run left, which is adopted,
+// not flushed). When the base chains (the hooked ones, with their rules,
+// each carrying a comment that names the layout version and queue
+// settings) or the base sets differ, the table is deleted and rebuilt
+// inside the same transaction. Otherwise only what differs is written:
+// set elements (a verdict map's entries that lead elsewhere are deleted
+// and added again; interval sets are refilled), chains whose rules differ
+// (flushed and refilled; a fast path rule's comment carries a digest of
+// its expressions), and new or removed sets, chains and counters, in an
+// order the kernel accepts (references resolve when added; nothing is
+// deleted while referenced). Programming the same Config twice writes
+// nothing; restarts are idempotent. Cleanup deletes the table. Chains
+// returns the table's chains and rule comments (what a previous run left);
+// ReadCounters reads the counter objects (on a connection of its own: a
+// Programmer is not safe for concurrent use). ProbeKernelPath checks that
+// the kernel accepts what a fast path uses (jhash, verdict maps, counter
+// objects) and how far a payload expression may read.
 package nft

@@ -80,6 +80,10 @@ func copyToSource(inner, src, length, csum uint32) []expr.Any {
 	}
 }
 
+// reg32 is the number of 32-bit register i (NFT_REG32_00 + i); registers
+// 0..15 hold 64 bytes of consecutive data.
+func reg32(i uint32) uint32 { return unix.NFT_REG32_00 + i }
+
 const (
 	ipv4DaddrOff = 16
 	ipv4SaddrOff = 12

@@ -12,21 +12,32 @@ import (
 
 // fakeConn is an in-memory nftables with transactions: queued operations
 // apply to a copy of the state that replaces the state only if all succeed.
+// It checks what the kernel checks and the programmer's ordering relies
+// on: references to chains, sets and counters must resolve when a rule or
+// element is added, and what is referenced cannot be deleted.
 type fakeConn struct {
 	state      map[string]*fakeTable
 	pending    []func(map[string]*fakeTable) error
 	ops        []string // names of the operations of the last Flush
 	flushErr   error    // returned by the next Flush
 	rejectExpr func(expr.Any) bool
+	gen        uint32
+	reads      int // state reads (list calls) so far
 }
 
 type fakeTable struct {
-	sets   map[string][]string // set name + key type -> elements
+	sets   map[string]*fakeSet
 	chains []*nftables.Chain
 	rules  map[string][]*nftables.Rule
+	objs   map[string]bool
 }
 
-func newFakeConn() *fakeConn { return &fakeConn{state: map[string]*fakeTable{}} }
+type fakeSet struct {
+	set   *nftables.Set
+	elems []nftables.SetElement
+}
+
+func newFakeConn() *fakeConn { return &fakeConn{state: map[string]*fakeTable{}, gen: 1} }
 
 func (f *fakeConn) queue(op string, fn func(map[string]*fakeTable) error) {
 	f.pending = append(f.pending, func(s map[string]*fakeTable) error {
@@ -35,12 +46,84 @@ func (f *fakeConn) queue(op string, fn func(map[string]*fakeTable) error) {
 	})
 }
 
-func setKey(s *nftables.Set) string { return s.Name + "/" + s.KeyType.Name }
+func (t *fakeTable) clone() *fakeTable {
+	c := &fakeTable{sets: map[string]*fakeSet{}, chains: slices.Clone(t.chains), rules: maps.Clone(t.rules), objs: maps.Clone(t.objs)}
+	for k, s := range t.sets {
+		c.sets[k] = &fakeSet{set: s.set, elems: slices.Clone(s.elems)}
+	}
+	return c
+}
+
+func (t *fakeTable) chain(name string) *nftables.Chain {
+	for _, c := range t.chains {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// references lists what rules and map elements of t refer to: chains,
+// sets and counters, as "chain x", "set x", "counter x".
+func (t *fakeTable) references() map[string]bool {
+	refs := map[string]bool{}
+	for _, rules := range t.rules {
+		for _, r := range rules {
+			for _, e := range r.Exprs {
+				for _, ref := range exprRefs(e) {
+					refs[ref] = true
+				}
+			}
+		}
+	}
+	for _, s := range t.sets {
+		for _, e := range s.elems {
+			if e.VerdictData != nil && e.VerdictData.Chain != "" {
+				refs["chain "+e.VerdictData.Chain] = true
+			}
+		}
+	}
+	return refs
+}
+
+func exprRefs(e expr.Any) []string {
+	switch x := e.(type) {
+	case *expr.Lookup:
+		return []string{"set " + x.SetName}
+	case *expr.Verdict:
+		if x.Chain != "" {
+			return []string{"chain " + x.Chain}
+		}
+	case *expr.Objref:
+		return []string{"counter " + x.Name}
+	}
+	return nil
+}
+
+func (t *fakeTable) resolves(ref string) bool {
+	kind, name, _ := cutSpace(ref)
+	switch kind {
+	case "chain":
+		return t.chain(name) != nil
+	case "set":
+		return t.sets[name] != nil
+	}
+	return t.objs[name]
+}
+
+func cutSpace(s string) (string, string, bool) {
+	for i := range s {
+		if s[i] == ' ' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
 
 func (f *fakeConn) AddTable(t *nftables.Table) *nftables.Table {
 	f.queue("AddTable", func(s map[string]*fakeTable) error {
 		if s[t.Name] == nil {
-			s[t.Name] = &fakeTable{sets: map[string][]string{}, rules: map[string][]*nftables.Rule{}}
+			s[t.Name] = &fakeTable{sets: map[string]*fakeSet{}, rules: map[string][]*nftables.Rule{}, objs: map[string]bool{}}
 		}
 		return nil
 	})
@@ -63,32 +146,118 @@ func (f *fakeConn) AddChain(c *nftables.Chain) *nftables.Chain {
 		if t == nil {
 			return errors.New("ENOENT table of chain")
 		}
+		if t.chain(c.Name) != nil {
+			return nil // as NLM_F_CREATE without EXCL
+		}
 		t.chains = append(t.chains, c)
 		return nil
 	})
 	return c
 }
 
-func (f *fakeConn) AddSet(set *nftables.Set, vals []nftables.SetElement) error {
-	f.queue("AddSet", func(s map[string]*fakeTable) error {
-		s[set.Table.Name].sets[setKey(set)] = keys(vals)
+func (f *fakeConn) FlushChain(c *nftables.Chain) {
+	f.queue("FlushChain", func(s map[string]*fakeTable) error {
+		t := s[c.Table.Name]
+		if t == nil || t.chain(c.Name) == nil {
+			return fmt.Errorf("ENOENT chain %s", c.Name)
+		}
+		delete(t.rules, c.Name)
 		return nil
 	})
+}
+
+func (f *fakeConn) DelChain(c *nftables.Chain) {
+	f.queue("DelChain", func(s map[string]*fakeTable) error {
+		t := s[c.Table.Name]
+		if t == nil || t.chain(c.Name) == nil {
+			return fmt.Errorf("ENOENT chain %s", c.Name)
+		}
+		if len(t.rules[c.Name]) > 0 || t.references()["chain "+c.Name] {
+			return fmt.Errorf("EBUSY chain %s", c.Name)
+		}
+		t.chains = slices.DeleteFunc(t.chains, func(x *nftables.Chain) bool { return x.Name == c.Name })
+		return nil
+	})
+}
+
+func (f *fakeConn) AddSet(set *nftables.Set, vals []nftables.SetElement) error {
+	f.queue("AddSet", func(s map[string]*fakeTable) error {
+		t := s[set.Table.Name]
+		if t.sets[set.Name] != nil {
+			return fmt.Errorf("EEXIST set %s", set.Name)
+		}
+		t.sets[set.Name] = &fakeSet{set: set}
+		return addElems(t, set.Name, vals)
+	})
+	return nil
+}
+
+func addElems(t *fakeTable, name string, vals []nftables.SetElement) error {
+	fs := t.sets[name]
+	if fs == nil {
+		return fmt.Errorf("ENOENT set %s", name)
+	}
+	for _, v := range vals {
+		if v.VerdictData != nil && v.VerdictData.Chain != "" && t.chain(v.VerdictData.Chain) == nil {
+			return fmt.Errorf("ENOENT chain %s of an element of %s", v.VerdictData.Chain, name)
+		}
+		id := elementIdentity(v)
+		if i := slices.IndexFunc(fs.elems, func(e nftables.SetElement) bool { return elementIdentity(e) == id }); i >= 0 {
+			if elementData(fs.elems[i]) != elementData(v) {
+				return fmt.Errorf("EBUSY element %s of %s has other data", id, name)
+			}
+			continue
+		}
+		fs.elems = append(fs.elems, v)
+	}
 	return nil
 }
 
 func (f *fakeConn) FlushSet(set *nftables.Set) {
 	f.queue("FlushSet", func(s map[string]*fakeTable) error {
-		s[set.Table.Name].sets[setKey(set)] = nil
+		fs := s[set.Table.Name].sets[set.Name]
+		if fs == nil {
+			return fmt.Errorf("ENOENT set %s", set.Name)
+		}
+		fs.elems = nil
+		return nil
+	})
+}
+
+func (f *fakeConn) DelSet(set *nftables.Set) {
+	f.queue("DelSet", func(s map[string]*fakeTable) error {
+		t := s[set.Table.Name]
+		if t.sets[set.Name] == nil {
+			return fmt.Errorf("ENOENT set %s", set.Name)
+		}
+		if t.references()["set "+set.Name] {
+			return fmt.Errorf("EBUSY set %s", set.Name)
+		}
+		delete(t.sets, set.Name)
 		return nil
 	})
 }
 
 func (f *fakeConn) SetAddElements(set *nftables.Set, vals []nftables.SetElement) error {
 	f.queue("SetAddElements", func(s map[string]*fakeTable) error {
-		k := setKey(set)
-		t := s[set.Table.Name]
-		t.sets[k] = append(t.sets[k], keys(vals)...)
+		return addElems(s[set.Table.Name], set.Name, vals)
+	})
+	return nil
+}
+
+func (f *fakeConn) SetDeleteElements(set *nftables.Set, vals []nftables.SetElement) error {
+	f.queue("SetDeleteElements", func(s map[string]*fakeTable) error {
+		fs := s[set.Table.Name].sets[set.Name]
+		if fs == nil {
+			return fmt.Errorf("ENOENT set %s", set.Name)
+		}
+		for _, v := range vals {
+			i := slices.IndexFunc(fs.elems, func(e nftables.SetElement) bool { return string(e.Key) == string(v.Key) })
+			if i < 0 {
+				return fmt.Errorf("ENOENT element %x of %s", v.Key, set.Name)
+			}
+			fs.elems = slices.Delete(fs.elems, i, i+1)
+		}
 		return nil
 	})
 	return nil
@@ -96,28 +265,65 @@ func (f *fakeConn) SetAddElements(set *nftables.Set, vals []nftables.SetElement)
 
 func (f *fakeConn) AddRule(r *nftables.Rule) *nftables.Rule {
 	f.queue("AddRule", func(s map[string]*fakeTable) error {
+		t := s[r.Table.Name]
+		if t.chain(r.Chain.Name) == nil {
+			return fmt.Errorf("ENOENT chain %s of a rule", r.Chain.Name)
+		}
 		for _, e := range r.Exprs {
 			if f.rejectExpr != nil && f.rejectExpr(e) {
 				return fmt.Errorf("ENOENT expression %T", e)
 			}
+			for _, ref := range exprRefs(e) {
+				if !t.resolves(ref) {
+					return fmt.Errorf("ENOENT %s in a rule of %s", ref, r.Chain.Name)
+				}
+			}
 		}
-		t := s[r.Table.Name]
 		t.rules[r.Chain.Name] = append(t.rules[r.Chain.Name], r)
 		return nil
 	})
 	return r
 }
 
-func (f *fakeConn) Flush() error {
+func (f *fakeConn) AddObj(o nftables.Obj) nftables.Obj {
+	n := o.(*nftables.NamedObj)
+	f.queue("AddObj", func(s map[string]*fakeTable) error {
+		s[n.Table.Name].objs[n.Name] = true
+		return nil
+	})
+	return o
+}
+
+func (f *fakeConn) DeleteObject(o nftables.Obj) {
+	n := o.(*nftables.NamedObj)
+	f.queue("DeleteObject", func(s map[string]*fakeTable) error {
+		t := s[n.Table.Name]
+		if !t.objs[n.Name] {
+			return fmt.Errorf("ENOENT counter %s", n.Name)
+		}
+		if t.references()["counter "+n.Name] {
+			return fmt.Errorf("EBUSY counter %s", n.Name)
+		}
+		delete(t.objs, n.Name)
+		return nil
+	})
+}
+
+func (f *fakeConn) Flush() error { return f.FlushWithGenID(0) }
+
+func (f *fakeConn) FlushWithGenID(gen uint32) error {
 	pending := f.pending
 	f.pending, f.ops = nil, nil
 	if err := f.flushErr; err != nil {
 		f.flushErr = nil
 		return err
 	}
+	if gen != 0 && gen != f.gen {
+		return errors.New("ERESTART: the ruleset changed")
+	}
 	next := map[string]*fakeTable{}
 	for name, t := range f.state {
-		next[name] = &fakeTable{sets: maps.Clone(t.sets), chains: slices.Clone(t.chains), rules: maps.Clone(t.rules)}
+		next[name] = t.clone()
 	}
 	for _, op := range pending {
 		if err := op(next); err != nil {
@@ -125,10 +331,14 @@ func (f *fakeConn) Flush() error {
 		}
 	}
 	f.state = next
+	f.gen++
 	return nil
 }
 
+func (f *fakeConn) GetGen() (*nftables.Gen, error) { return &nftables.Gen{ID: f.gen}, nil }
+
 func (f *fakeConn) ListTablesOfFamily(nftables.TableFamily) ([]*nftables.Table, error) {
+	f.reads++
 	var out []*nftables.Table
 	for name := range f.state {
 		out = append(out, &nftables.Table{Name: name, Family: nftables.TableFamilyINet})
@@ -146,33 +356,42 @@ func (f *fakeConn) ListChainsOfTableFamily(nftables.TableFamily) ([]*nftables.Ch
 
 func (f *fakeConn) GetSets(t *nftables.Table) ([]*nftables.Set, error) {
 	var out []*nftables.Set
-	for k := range f.state[t.Name].sets {
-		name, typ, _ := cut(k)
-		kt := nftables.TypeIPAddr
-		if typ == nftables.TypeIP6Addr.Name {
-			kt = nftables.TypeIP6Addr
-		}
-		out = append(out, &nftables.Set{Table: t, Name: name, KeyType: kt})
+	for _, s := range f.state[t.Name].sets {
+		out = append(out, s.set)
 	}
 	return out, nil
+}
+
+func (f *fakeConn) GetSetElements(s *nftables.Set) ([]nftables.SetElement, error) {
+	fs := f.state[s.Table.Name].sets[s.Name]
+	if fs == nil {
+		return nil, fmt.Errorf("ENOENT set %s", s.Name)
+	}
+	return slices.Clone(fs.elems), nil
 }
 
 func (f *fakeConn) GetRules(t *nftables.Table, c *nftables.Chain) ([]*nftables.Rule, error) {
 	return f.state[t.Name].rules[c.Name], nil
 }
 
-func keys(vals []nftables.SetElement) []string {
-	var out []string
-	for _, v := range vals {
-		out = append(out, fmt.Sprint(v.Key))
+func (f *fakeConn) GetNamedObjects(t *nftables.Table) ([]nftables.Obj, error) {
+	var out []nftables.Obj
+	for name := range f.state[t.Name].objs {
+		out = append(out, counterObj(t, name))
 	}
-	return out
+	return out, nil
 }
 
-func cut(k string) (string, string, bool) {
-	i := len(k) - 1
-	for i >= 0 && k[i] != '/' {
-		i--
+// elementsOf returns the sorted element identities of set name in our table.
+func (f *fakeConn) elementsOf(name string) []string {
+	fs := f.state[DefaultTableName].sets[name]
+	if fs == nil {
+		return nil
 	}
-	return k[:max(i, 0)], k[i+1:], i >= 0
+	var out []string
+	for _, e := range fs.elems {
+		out = append(out, elementIdentity(e))
+	}
+	slices.Sort(out)
+	return out
 }

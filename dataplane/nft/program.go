@@ -2,11 +2,8 @@ package nft
 
 import (
 	"fmt"
-	"net/netip"
-	"slices"
 
 	"github.com/google/nftables"
-	"github.com/google/nftables/userdata"
 )
 
 // Conn is the subset of *nftables.Conn that the Programmer uses: the kernel
@@ -15,15 +12,25 @@ type Conn interface {
 	AddTable(t *nftables.Table) *nftables.Table
 	DelTable(t *nftables.Table)
 	AddChain(c *nftables.Chain) *nftables.Chain
+	FlushChain(c *nftables.Chain)
+	DelChain(c *nftables.Chain)
 	AddSet(s *nftables.Set, vals []nftables.SetElement) error
 	FlushSet(s *nftables.Set)
+	DelSet(s *nftables.Set)
 	SetAddElements(s *nftables.Set, vals []nftables.SetElement) error
+	SetDeleteElements(s *nftables.Set, vals []nftables.SetElement) error
 	AddRule(r *nftables.Rule) *nftables.Rule
+	AddObj(o nftables.Obj) nftables.Obj
+	DeleteObject(o nftables.Obj)
 	Flush() error
+	FlushWithGenID(genID uint32) error
+	GetGen() (*nftables.Gen, error)
 	ListTablesOfFamily(family nftables.TableFamily) ([]*nftables.Table, error)
 	ListChainsOfTableFamily(family nftables.TableFamily) ([]*nftables.Chain, error)
 	GetSets(t *nftables.Table) ([]*nftables.Set, error)
+	GetSetElements(s *nftables.Set) ([]nftables.SetElement, error)
 	GetRules(t *nftables.Table, c *nftables.Chain) ([]*nftables.Rule, error)
+	GetNamedObjects(t *nftables.Table) ([]nftables.Obj, error)
 }
 
 var _ Conn = (*nftables.Conn)(nil)
@@ -33,6 +40,12 @@ type Programmer struct {
 	conn  Conn
 	table string
 	mode  QueueMode
+	// What the table held after our last commit, and the ruleset
+	// generation it was committed as: while the generation is unchanged
+	// nobody else changed any table, and the next Program diffs against
+	// it instead of reading the table back.
+	cache    *tableState
+	cacheGen uint32
 }
 
 type options struct {
@@ -72,53 +85,75 @@ func New(conn Conn, opts ...Option) (*Programmer, error) {
 // Mode reports the queue encoding in use.
 func (p *Programmer) Mode() QueueMode { return p.mode }
 
-// Program makes our table match cfg in one transaction: only the VIP sets
-// are rewritten when the rest already matches, otherwise the table is
-// replaced as a whole.
+// Program makes our table match cfg in one transaction (see the package
+// documentation): the table is rebuilt when its base chains or base sets
+// differ from cfg's, otherwise only the elements, chains, sets and
+// counters that differ are added, replaced or deleted.
 func (p *Programmer) Program(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	l := newLayout(p.table, p.mode, cfg)
-	v4, v6 := cfg.splitVIPs()
-	same, err := p.matches(l)
+	want := buildDesired(newLayout(p.table, p.mode, cfg))
+	gen, err := p.conn.GetGen()
 	if err != nil {
-		return fmt.Errorf("read table inet %s: %w", p.table, err)
+		return fmt.Errorf("read the ruleset generation: %w", err)
 	}
-	if same {
-		err = p.replaceElements(l, v4, v6)
-	} else {
-		p.conn.AddTable(l.table) // so that DelTable cannot fail on absence
-		p.conn.DelTable(l.table)
-		err = l.addAll(p.conn, v4, v6)
+	current := p.cache
+	if current == nil || gen.ID != p.cacheGen {
+		if current, err = readState(p.conn, want.l.table); err != nil {
+			p.cache = nil
+			return fmt.Errorf("read table inet %s: %w", p.table, err)
+		}
 	}
+	ops, err := p.queue(want, current)
 	if err != nil {
+		p.cache = nil
 		return fmt.Errorf("table inet %s: %w", p.table, err)
 	}
-	if err := p.conn.Flush(); err != nil {
+	if ops == 0 {
+		p.cache, p.cacheGen = want.state(), gen.ID
+		return nil
+	}
+	if err := p.conn.FlushWithGenID(gen.ID); err != nil {
+		p.cache = nil
 		return fmt.Errorf("commit table inet %s: %w", p.table, err)
+	}
+	p.cache = nil
+	if after, err := p.conn.GetGen(); err == nil && after.ID == gen.ID+1 {
+		p.cache, p.cacheGen = want.state(), after.ID // nothing committed between
 	}
 	return nil
 }
 
-func (p *Programmer) replaceElements(l *layout, v4, v6 []netip.Addr) error {
-	for _, s := range []struct {
-		set   *nftables.Set
-		addrs []netip.Addr
-	}{{l.set4, v4}, {l.set6, v6}} {
-		p.conn.FlushSet(s.set)
-		if len(s.addrs) == 0 {
-			continue
-		}
-		if err := p.conn.SetAddElements(s.set, elements(s.addrs)); err != nil {
-			return fmt.Errorf("set %s: %w", s.set.Name, err)
-		}
+// queue queues on the connection what turns current into want and returns
+// how many operations it queued.
+func (p *Programmer) queue(want *desired, current *tableState) (int, error) {
+	if current == nil || !compatible(want, current) {
+		t := want.l.table
+		p.conn.AddTable(t) // so that DelTable cannot fail on absence
+		p.conn.DelTable(t)
+		return 1, want.addAll(p.conn)
 	}
-	return nil
+	return queueChanges(p.conn, want, current)
+}
+
+// Chains reads our table and returns its chains with their rules' comments
+// (nil when the table does not exist): what a previous run left, to adopt.
+func (p *Programmer) Chains() (map[string][]string, error) {
+	st, err := readState(p.conn, &nftables.Table{Name: p.table, Family: nftables.TableFamilyINet})
+	if err != nil || st == nil {
+		return nil, err
+	}
+	out := make(map[string][]string, len(st.chains))
+	for name, c := range st.chains {
+		out[name] = c.comments
+	}
+	return out, nil
 }
 
 // Cleanup deletes our table; it succeeds when the table is absent.
 func (p *Programmer) Cleanup() error {
+	p.cache = nil
 	t := &nftables.Table{Name: p.table, Family: nftables.TableFamilyINet}
 	p.conn.AddTable(t)
 	p.conn.DelTable(t)
@@ -126,80 +161,4 @@ func (p *Programmer) Cleanup() error {
 		return fmt.Errorf("delete table inet %s: %w", p.table, err)
 	}
 	return nil
-}
-
-// matches reports whether the kernel's table has exactly l's sets, chains
-// and rules (rules compared by their comments).
-func (p *Programmer) matches(l *layout) (bool, error) {
-	tables, err := p.conn.ListTablesOfFamily(nftables.TableFamilyINet)
-	if err != nil {
-		return false, fmt.Errorf("list tables: %w", err)
-	}
-	if !slices.ContainsFunc(tables, func(t *nftables.Table) bool { return t.Name == l.table.Name }) {
-		return false, nil
-	}
-	if ok, err := p.setsMatch(l); !ok || err != nil {
-		return false, err
-	}
-	chains, err := p.conn.ListChainsOfTableFamily(nftables.TableFamilyINet)
-	if err != nil {
-		return false, fmt.Errorf("list chains: %w", err)
-	}
-	chains = slices.DeleteFunc(chains, func(c *nftables.Chain) bool { return c.Table.Name != l.table.Name })
-	if len(chains) != len(l.chains) {
-		return false, nil
-	}
-	for _, want := range l.chains {
-		i := slices.IndexFunc(chains, func(c *nftables.Chain) bool { return sameChain(c, want.chain) })
-		if i < 0 {
-			return false, nil
-		}
-		if ok, err := p.rulesMatch(l, want); !ok || err != nil {
-			return false, err
-		}
-	}
-	return true, nil
-}
-
-func (p *Programmer) setsMatch(l *layout) (bool, error) {
-	sets, err := p.conn.GetSets(l.table)
-	if err != nil {
-		return false, fmt.Errorf("list sets: %w", err)
-	}
-	if len(sets) != 2 {
-		return false, nil
-	}
-	for _, want := range []*nftables.Set{l.set4, l.set6} {
-		if !slices.ContainsFunc(sets, func(s *nftables.Set) bool {
-			return s.Name == want.Name && s.KeyType.Name == want.KeyType.Name &&
-				!s.Interval && !s.IsMap && !s.Constant && !s.HasTimeout
-		}) {
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
-func (p *Programmer) rulesMatch(l *layout, want chainSpec) (bool, error) {
-	rules, err := p.conn.GetRules(l.table, want.chain)
-	if err != nil {
-		return false, fmt.Errorf("list rules of chain %s: %w", want.chain.Name, err)
-	}
-	if len(rules) != len(want.rules) {
-		return false, nil
-	}
-	for i, r := range rules {
-		got, _ := userdata.GetString(r.UserData, userdata.TypeComment)
-		if got != l.comment(want.rules[i].name) {
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
-func sameChain(got, want *nftables.Chain) bool {
-	return got.Name == want.Name && got.Type == want.Type &&
-		got.Hooknum != nil && *got.Hooknum == *want.Hooknum &&
-		got.Priority != nil && *got.Priority == *want.Priority &&
-		(got.Policy == nil || *got.Policy == nftables.ChainPolicyAccept)
 }

@@ -53,6 +53,7 @@ func TestProgramTransactions(t *testing.T) {
 			if !slices.Contains(f.ops, "DelTable") || ruleCount(f) != 7 {
 				t.Fatalf("first Program: ops %v, %d rules", f.ops, ruleCount(f))
 			}
+			f.ops = nil
 			if err := p.Program(tt.next(base)); err != nil {
 				t.Fatalf("second Program: %v", err)
 			}
@@ -62,32 +63,44 @@ func TestProgramTransactions(t *testing.T) {
 			if len(f.state) != 1 || ruleCount(f) != 7 {
 				t.Errorf("%d tables, %d rules; want 1, 7", len(f.state), ruleCount(f))
 			}
-			sets := f.state[DefaultTableName].sets
-			if got4, got6 := len(sets["vips4/ipv4_addr"]), len(sets["vips6/ipv6_addr"]); got4 != tt.want4 || got6 != tt.want6 {
+			if got4, got6 := len(f.elementsOf(SetVIPs4)), len(f.elementsOf(SetVIPs6)); got4 != tt.want4 || got6 != tt.want6 {
 				t.Errorf("elements v4 %d v6 %d, want %d %d", got4, got6, tt.want4, tt.want6)
 			}
 		})
 	}
 }
 
+var ourTable = &nftables.Table{Name: DefaultTableName, Family: nftables.TableFamilyINet}
+
 func TestProgramRebuildsForeignContent(t *testing.T) {
 	tests := []struct {
-		name   string
-		tamper func(tb *fakeTable)
+		name    string
+		tamper  func(tb *fakeTable)
+		rebuild bool // else the foreign object is deleted on its own
 	}{
 		{"extra rule", func(tb *fakeTable) {
 			tb.rules[ChainPrerouting] = append(tb.rules[ChainPrerouting], &nftables.Rule{})
-		}},
-		{"missing rule", func(tb *fakeTable) { tb.rules[ChainOutput] = tb.rules[ChainOutput][:1] }},
-		{"extra chain", func(tb *fakeTable) {
-			tb.chains = append(tb.chains, &nftables.Chain{Name: "x", Table: &nftables.Table{Name: DefaultTableName}})
-		}},
+		}, true},
+		{"missing rule", func(tb *fakeTable) { tb.rules[ChainOutput] = tb.rules[ChainOutput][:1] }, true},
+		{"extra base chain", func(tb *fakeTable) {
+			tb.chains = append(tb.chains, &nftables.Chain{Name: "x", Table: &nftables.Table{Name: DefaultTableName},
+				Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityFilter})
+		}, true},
 		{"chain priority", func(tb *fakeTable) {
 			c := *tb.chains[0]
 			c.Priority = nftables.ChainPriorityFilter
 			tb.chains[0] = &c
-		}},
-		{"extra set", func(tb *fakeTable) { tb.sets["x/ipv4_addr"] = nil }},
+		}, true},
+		{"VIP set of another type", func(tb *fakeTable) {
+			tb.sets[SetVIPs4] = &fakeSet{set: &nftables.Set{Name: SetVIPs4, KeyType: nftables.TypeIP6Addr, Table: ourTable}}
+		}, true},
+		{"extra regular chain", func(tb *fakeTable) {
+			tb.chains = append(tb.chains, &nftables.Chain{Name: "x", Table: &nftables.Table{Name: DefaultTableName}})
+		}, false},
+		{"extra set", func(tb *fakeTable) {
+			tb.sets["x"] = &fakeSet{set: &nftables.Set{Name: "x", KeyType: nftables.TypeIPAddr, Table: ourTable}}
+		}, false},
+		{"extra counter", func(tb *fakeTable) { tb.objs["x"] = true }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,15 +111,16 @@ func TestProgramRebuildsForeignContent(t *testing.T) {
 				t.Fatal(err)
 			}
 			tt.tamper(f.state[DefaultTableName])
+			f.gen++ // someone else's commit
 			if err := p.Program(cfg); err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Contains(f.ops, "DelTable") {
-				t.Errorf("tampered table not rebuilt: ops %v", f.ops)
+			if got := slices.Contains(f.ops, "DelTable"); got != tt.rebuild {
+				t.Errorf("rebuilt = %v, want %v: ops %v", got, tt.rebuild, f.ops)
 			}
 			tb := f.state[DefaultTableName]
-			if ruleCount(f) != 7 || len(tb.chains) != 3 || len(tb.sets) != 2 {
-				t.Errorf("after rebuild: %d rules, %d chains, %d sets", ruleCount(f), len(tb.chains), len(tb.sets))
+			if ruleCount(f) != 7 || len(tb.chains) != 3 || len(tb.sets) != 2 || len(tb.objs) != 0 {
+				t.Errorf("after the repair: %d rules, %d chains, %d sets, %d counters", ruleCount(f), len(tb.chains), len(tb.sets), len(tb.objs))
 			}
 		})
 	}

@@ -12,7 +12,7 @@ import (
 
 // layoutVersion changes whenever the chains or rules built here change, so
 // that a table left by an older version is rebuilt rather than patched.
-const layoutVersion = 1
+const layoutVersion = 2
 
 // Names of the objects in our table.
 const (
@@ -55,10 +55,17 @@ func newLayout(tableName string, mode QueueMode, cfg Config) *layout {
 		set4: &nftables.Set{Table: t, Name: SetVIPs4, KeyType: nftables.TypeIPAddr},
 		set6: &nftables.Set{Table: t, Name: SetVIPs6, KeyType: nftables.TypeIP6Addr},
 	}
+	prerouting := []ruleSpec{{"vip4-queue", (*layout).vip4Queue}, {"vip6-queue", (*layout).vip6Queue}}
+	if cfg.Kernel != nil {
+		// Fragments to the queue, then the kernel's decision, then
+		// whatever the kernel did not decide to the queue.
+		prerouting = []ruleSpec{{"vip4-kernel", (*layout).vip4Kernel}, {"vip4-queue", (*layout).vip4Queue},
+			{"vip6-kernel", (*layout).vip6Kernel}, {"vip6-queue", (*layout).vip6Queue}}
+	}
 	l.chains = []chainSpec{
 		{chain: &nftables.Chain{Name: ChainPrerouting, Table: t, Type: nftables.ChainTypeFilter,
 			Hooknum: nftables.ChainHookPrerouting, Priority: prio},
-			rules: []ruleSpec{{"vip4-queue", (*layout).vip4Queue}, {"vip6-queue", (*layout).vip6Queue}}},
+			rules: prerouting},
 		{chain: &nftables.Chain{Name: ChainOutput, Table: t, Type: nftables.ChainTypeFilter,
 			Hooknum: nftables.ChainHookOutput, Priority: prio},
 			rules: []ruleSpec{
@@ -97,6 +104,25 @@ func (l *layout) vip6Queue() []expr.Any {
 	return concat(matchNFProto(afInet6),
 		inSet(expr.PayloadBaseNetworkHeader, ipv6DaddrOff, 16, l.set6, false),
 		[]expr.Any{&expr.Counter{}, l.queue()})
+}
+
+// vip4Kernel: meta nfproto ipv4 ip daddr vmap @dispatch4: a VIP the kernel
+// decides jumps to its chain (which leaves fragments and whatever else it
+// does not decide alone); when that chain gives no verdict, the packet
+// comes back and the next rule queues it.
+func (l *layout) vip4Kernel() []expr.Any {
+	return concat(matchNFProto(afInet), []expr.Any{
+		&expr.Payload{DestRegister: reg32(0), Base: expr.PayloadBaseNetworkHeader, Offset: ipv4DaddrOff, Len: 4},
+		&expr.Lookup{SourceRegister: reg32(0), SetName: SetDispatch4, IsDestRegSet: true, DestRegister: 0},
+	})
+}
+
+// vip6Kernel: meta nfproto ipv6 ip6 daddr vmap @dispatch6.
+func (l *layout) vip6Kernel() []expr.Any {
+	return concat(matchNFProto(afInet6), []expr.Any{
+		&expr.Payload{DestRegister: reg32(0), Base: expr.PayloadBaseNetworkHeader, Offset: ipv6DaddrOff, Len: 16},
+		&expr.Lookup{SourceRegister: reg32(0), SetName: SetDispatch6, IsDestRegSet: true, DestRegister: 0},
+	})
 }
 
 // icmpErrorQueue: meta nfproto ipv4 meta l4proto icmp ip daddr @vips4

@@ -208,7 +208,7 @@ type Miss struct {
 // Lookup is the Maglev lookup of explain.
 type Lookup struct {
 	Family          int    `json:"family"`          // 4 or 6
-	Hash            string `json:"hash"`            // the flow hash, 0x and 16 hex digits
+	Hash            string `json:"hash"`            // the flow hash (32 bits, the kernel path's jhash), 0x and 8 hex digits
 	TableSize       int    `json:"tableSize"`       // M
 	ActiveEndpoints int    `json:"activeEndpoints"` // ready endpoints of the family
 }

@@ -34,11 +34,16 @@ type BlastOptions struct {
 	// Stop, when closed, ends the sending early (Duration still bounds it);
 	// the counters are read as usual.
 	Stop <-chan struct{}
+	// FragmentEvery > 0 sends every FragmentEvery-th flow's datagrams as
+	// IPv4/IPv6 fragments of 16 bytes (two per 64-byte frame's datagram);
+	// targets count a datagram once, by its first fragment.
+	FragmentEvery int
 }
 
 // BlastResult is what a blast measured.
 type BlastResult struct {
 	Sent      uint64            // packets the client's kernel accepted
+	Datagrams uint64            // datagrams among them (Sent without fragments)
 	Received  uint64            // packets counted on all targets
 	PerTarget map[string]uint64 // received per target
 	Elapsed   time.Duration     // sending time
@@ -50,12 +55,16 @@ func (r BlastResult) SentPPS() float64 { return rate(r.Sent, r.Elapsed) }
 // ReceivedPPS is the rate the targets received, in packets per second.
 func (r BlastResult) ReceivedPPS() float64 { return rate(r.Received, r.Elapsed) }
 
-// Loss is the fraction of sent packets not received (0..1).
+// Loss is the fraction of sent datagrams not received (0..1).
 func (r BlastResult) Loss() float64 {
-	if r.Sent == 0 || r.Received >= r.Sent {
+	sent := r.Datagrams
+	if sent == 0 {
+		sent = r.Sent
+	}
+	if sent == 0 || r.Received >= sent {
 		return 0
 	}
-	return float64(r.Sent-r.Received) / float64(r.Sent)
+	return float64(sent-r.Received) / float64(sent)
 }
 
 func (r BlastResult) String() string {
@@ -140,7 +149,7 @@ func (l *Lab) Blast(ctx context.Context, o BlastOptions) (BlastResult, error) {
 			}
 		}()
 	}
-	res.Sent, res.Elapsed, err = runSenders(sendCtx, senders, o)
+	res.Sent, res.Datagrams, res.Elapsed, err = runSenders(sendCtx, senders, o)
 	if err != nil {
 		return res, err
 	}
@@ -164,11 +173,18 @@ func (l *Lab) blastSenders(o BlastOptions) ([]*mmsgSender, error) {
 	payload := payloadSize(o.FrameSize, o.VIP.Is4())
 	var out []*mmsgSender
 	for s := range o.Senders {
-		pkts := make([][]byte, o.Flows)
-		for i := range pkts {
+		var pkts [][]byte
+		var firsts []bool
+		for i := range o.Flows {
 			f := testpkt.Flow{Src: src, Dst: o.VIP, Proto: unix.IPPROTO_UDP,
 				SrcPort: uint16(10000 + (s*o.Flows+i)%50000), DstPort: o.Port}
-			pkts[i] = testpkt.Packet(f, make([]byte, payload), testpkt.Options{})
+			datagram := [][]byte{testpkt.Packet(f, make([]byte, payload), testpkt.Options{})}
+			if o.FragmentEvery > 0 && i%o.FragmentEvery == 0 {
+				datagram = testpkt.Fragments(f, make([]byte, payload), 16, uint32(s*o.Flows+i))
+			}
+			for j, p := range datagram {
+				pkts, firsts = append(pkts, p), append(firsts, j == 0)
+			}
 		}
 		var fd int
 		err := l.Do(ClientNode, func() (err error) { fd, err = rawSocket(o.VIP); return err })
@@ -178,7 +194,7 @@ func (l *Lab) blastSenders(o BlastOptions) ([]*mmsgSender, error) {
 			}
 			return nil, fmt.Errorf("blast: %w", err)
 		}
-		out = append(out, newMmsgSender(fd, pkts, o.Batch))
+		out = append(out, newMmsgSender(fd, pkts, firsts, o.Batch))
 	}
 	return out, nil
 }
@@ -214,8 +230,9 @@ func rawSocket(dst netip.Addr) (int, error) {
 }
 
 // runSenders runs every sender on its own goroutine until the deadline, the
-// packet budget or ctx ends, and returns the packets sent and the time taken.
-func runSenders(ctx context.Context, senders []*mmsgSender, o BlastOptions) (uint64, time.Duration, error) {
+// packet budget or ctx ends, and returns the packets and datagrams sent and
+// the time taken.
+func runSenders(ctx context.Context, senders []*mmsgSender, o BlastOptions) (uint64, uint64, time.Duration, error) {
 	start := time.Now()
 	deadline := start.Add(o.Duration)
 	budget := o.Count
@@ -235,11 +252,12 @@ func runSenders(ctx context.Context, senders []*mmsgSender, o BlastOptions) (uin
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	var total uint64
-	for _, n := range sent {
+	var total, datagrams uint64
+	for i, n := range sent {
 		total += n
+		datagrams += senders[i].datagrams
 	}
-	return total, elapsed, errors.Join(errs...)
+	return total, datagrams, elapsed, errors.Join(errs...)
 }
 
 // pacer spaces one sender's batches: packet n is due nsPerPacket*n after
@@ -294,6 +312,14 @@ func (l *Lab) installBlastCounter(ctx context.Context, node string) error {
 }
 
 // blastCounters reads every target's blast counter.
+// BlastReceived returns, per target, how many blast packets it has counted
+// since the lab started: the sum of two differences tells what several
+// concurrent blasts delivered together (each BlastResult counts the others'
+// packets that arrived during it too).
+func (l *Lab) BlastReceived(ctx context.Context) (map[string]uint64, error) {
+	return l.blastCounters(ctx)
+}
+
 func (l *Lab) blastCounters(ctx context.Context) (map[string]uint64, error) {
 	out := map[string]uint64{}
 	for _, t := range l.Targets() {

@@ -147,6 +147,30 @@ func (p *Process) stop() error {
 	return nil
 }
 
+// Kill sends SIGKILL, as a crash or the OOM killer would end the process,
+// and waits until it is gone.
+func (p *Process) Kill() error {
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("lab: kill %s (pid %d): %w", p.Name, p.PID, err)
+	}
+	<-p.done
+	return nil
+}
+
+// Terminate sends SIGTERM and waits up to timeout for the process to exit
+// by itself; it fails (leaving the process to Stop) when it does not.
+func (p *Process) Terminate(timeout time.Duration) error {
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("lab: terminate %s (pid %d): %w", p.Name, p.PID, err)
+	}
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(timeout):
+		return fmt.Errorf("lab: %s (pid %d) still runs %v after SIGTERM", p.Name, p.PID, timeout)
+	}
+}
+
 // Stats reads the process's CPU time and RSS.
 func (p *Process) Stats() (ProcStats, error) { return ReadProcStats(p.PID) }
 

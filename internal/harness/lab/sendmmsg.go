@@ -19,11 +19,22 @@ type mmsgSender struct {
 	msgs []unix.Mmsghdr
 	iovs []unix.Iovec
 	pkts [][]byte
+	// starts[j] is 1 when packet j%n starts a datagram (is not a later
+	// fragment); datagrams counts those sent.
+	starts    []uint8
+	datagrams uint64
 }
 
-func newMmsgSender(fd int, pkts [][]byte, batch int) *mmsgSender {
+// newMmsgSender sends pkts round-robin; firsts marks the packets that start
+// a datagram (nil: all do).
+func newMmsgSender(fd int, pkts [][]byte, firsts []bool, batch int) *mmsgSender {
 	s := &mmsgSender{fd: fd, batch: batch, n: len(pkts), pkts: pkts,
-		msgs: make([]unix.Mmsghdr, len(pkts)+batch), iovs: make([]unix.Iovec, len(pkts))}
+		msgs: make([]unix.Mmsghdr, len(pkts)+batch), iovs: make([]unix.Iovec, len(pkts)), starts: make([]uint8, len(pkts)+batch)}
+	for j := range s.starts {
+		if firsts == nil || firsts[j%s.n] {
+			s.starts[j] = 1
+		}
+	}
 	for i, p := range pkts {
 		s.iovs[i].Base = &p[0]
 		s.iovs[i].SetLen(len(p))
@@ -48,6 +59,9 @@ func (s *mmsgSender) sendBatch() (int, error) {
 		return 0, errno
 	}
 	sent := int(r)
+	for _, st := range s.starts[s.next : s.next+sent] {
+		s.datagrams += uint64(st)
+	}
 	s.next = (s.next + sent) % s.n
 	return sent, nil
 }

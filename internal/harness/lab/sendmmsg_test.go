@@ -8,7 +8,8 @@ import (
 )
 
 // TestMmsgSenderRoundRobin sends over a datagram socket pair (no root needed)
-// and checks the packets arrive whole, in round-robin order across batches.
+// and checks the packets arrive whole, in round-robin order across batches,
+// and that only packets starting a datagram count as datagrams.
 func TestMmsgSenderRoundRobin(t *testing.T) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_DGRAM, 0)
 	if err != nil {
@@ -16,7 +17,7 @@ func TestMmsgSenderRoundRobin(t *testing.T) {
 	}
 	t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
 	pkts := [][]byte{[]byte("a0"), []byte("b11"), []byte("c222")}
-	s := newMmsgSender(fds[0], pkts, 2)
+	s := newMmsgSender(fds[0], pkts, []bool{true, false, true}, 2) // b: a later fragment
 	var want [][]byte
 	for range 4 { // 8 packets: a b c a b c a b
 		n, err := s.sendBatch()
@@ -26,6 +27,9 @@ func TestMmsgSenderRoundRobin(t *testing.T) {
 	}
 	for i := range 8 {
 		want = append(want, pkts[i%3])
+	}
+	if s.datagrams != 5 { // a c a c a
+		t.Errorf("%d datagrams counted, want 5", s.datagrams)
 	}
 	buf := make([]byte, 64)
 	for i, w := range want {
@@ -45,7 +49,7 @@ func TestMmsgSenderAllocatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
-	s := newMmsgSender(fds[0], [][]byte{make([]byte, 18), make([]byte, 18)}, 4)
+	s := newMmsgSender(fds[0], [][]byte{make([]byte, 18), make([]byte, 18)}, nil, 4)
 	buf := make([]byte, 64)
 	allocs := testing.AllocsPerRun(100, func() {
 		if _, err := s.sendBatch(); err != nil {

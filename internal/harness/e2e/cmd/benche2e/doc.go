@@ -4,18 +4,25 @@
 //
 // It builds sllbrd, builds a lab, and then, for a few rounds, alternates a
 // bounded blast through plain kernel forwarding (ECMP in lb1) with the same
-// blast through sllbrd in lb1, in two placements: NFQLB's (one sender on
-// CPU 0, sllbrd with one queue pinned to CPU 1) and an unpinned one (a
-// sender per CPU, sllbrd with a queue per CPU spread by CPU). For sllbrd it records the received rate, loss, CPU time per packet
-// (utime and stime from /proc), RSS and its own nfqueue metrics. It then
-// finds the highest offered rate sllbrd carries with less than 0.1% loss
-// and, when perf(1) works, profiles sllbrd during a blast. It prints one
-// table with medians and spreads and the ratio sllbrd/kernel, compared with
-// the ratio measured for NFQLB, the C load balancer sllbrd replaces.
+// blast through sllbrd in lb1, with both dataplanes (--dataplane nfqueue:
+// every packet decided in userspace; --dataplane kernel: decided by
+// nftables rules, fragments and ICMP errors in userspace), in two
+// placements: NFQLB's (one sender on CPU 0, sllbrd pinned to CPU 1) and an
+// unpinned one (a sender per CPU, sllbrd with a queue per CPU spread by
+// CPU), and the kernel path with 10% of the flows fragmented (the mixed
+// case). It records the received rate, loss, the machine's CPU time per
+// packet (/proc/stat) and, for sllbrd, its own CPU time, RSS and nfqueue
+// metrics. It then finds the highest offered rate each unpinned setup
+// (kernel forwarding, nfqueue, kernel path) carries with less than 0.1%
+// loss and, when perf(1) works, profiles every CPU during a blast through
+// each, keeping the packet path's tasks. It prints one table with medians
+// and spreads, the ratios sllbrd/kernel forwarding and kernel
+// path/nfqueue, compared with their goals (NFQLB's share for nfqueue,
+// 0.95 of kernel forwarding and 2x nfqueue for the kernel path).
 //
 // Promises: it needs root and runs from the module root with no
 // arguments; every blast is bounded (seconds) and the whole run is bounded
-// by -timeout (default 4m30s); the lab (namespaces, processes) is removed
-// on every exit path, Ctrl-C included. It changes nothing outside the lab
+// by -timeout (default 9m); the lab (namespaces, processes) is removed on
+// every exit path, Ctrl-C included. It changes nothing outside the lab
 // and its temporary directories.
 package main

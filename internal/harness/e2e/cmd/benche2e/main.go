@@ -31,9 +31,9 @@ func parseOptions(args []string, errOut io.Writer) (options, error) {
 	fs.IntVar(&o.rounds, "rounds", 3, "measurement rounds, each alternating kernel forwarding and sllbrd")
 	fs.DurationVar(&o.duration, "duration", 4*time.Second, "length of one measurement blast")
 	fs.IntVar(&o.senders, "senders", max(runtime.NumCPU(), 1), "client sending threads of the unpinned setups")
-	fs.BoolVar(&o.search, "search", true, "search the highest offered rate sllbrd carries with <0.1% loss")
-	fs.BoolVar(&o.profile, "profile", true, "profile sllbrd with perf record during a blast (if perf works)")
-	fs.DurationVar(&o.timeout, "timeout", 4*time.Minute+30*time.Second, "bound of the whole run")
+	fs.BoolVar(&o.search, "search", true, "search the highest offered rate each unpinned setup carries with <0.1% loss")
+	fs.BoolVar(&o.profile, "profile", true, "profile each unpinned setup with perf record -a during a blast (if perf works)")
+	fs.DurationVar(&o.timeout, "timeout", 9*time.Minute, "bound of the whole run")
 	fs.BoolVar(&o.verbose, "v", false, "log the lab's progress")
 	if err := fs.Parse(args); err != nil {
 		return o, err // flag has printed it

@@ -12,19 +12,31 @@ import (
 
 // setup is one way the client blasts and lb1 forwards.
 type setup struct {
-	name    string
-	queues  int  // sllbrd's nfqueues; 0 is plain kernel forwarding
-	fanout  bool // spread over the queues by CPU (--queue-fanout)
-	senders int  // the client's sending threads
+	name string
+	// dataplane is sllbrd's --dataplane (dataplaneKernel, dataplaneNFQueue);
+	// empty is plain kernel forwarding (ECMP routes in lb1, no sllbrd).
+	dataplane string
+	queues    int  // sllbrd's nfqueues
+	fanout    bool // spread over the queues by CPU (--queue-fanout)
+	senders   int  // the client's sending threads
 	// pinned runs the client on clientCPU and sllbrd on lbCPU; otherwise
 	// both may use every CPU.
 	pinned bool
 	// reference is the index (in setups()) of the kernel forwarding setup
 	// an sllbrd setup is compared with.
 	reference int
+	// fragmentEvery > 0 fragments every fragmentEvery-th flow (the mixed
+	// case: those datagrams take the userspace path).
+	fragmentEvery int
 }
 
-func (s setup) kernel() bool { return s.queues == 0 }
+// Values of sllbrd's --dataplane.
+const (
+	dataplaneKernel  = "kernel"
+	dataplaneNFQueue = "nfqueue"
+)
+
+func (s setup) kernel() bool { return s.dataplane == "" }
 
 // sample is what one measurement blast recorded.
 type sample struct {
@@ -33,6 +45,9 @@ type sample struct {
 	// and its nfqueue counters' increase.
 	cpu lab.ProcStats
 	nfq nfqCounters
+	// machine is the busy time of all CPUs during the blast (the client,
+	// the forwarding and whatever else runs on the shared machine).
+	machine time.Duration
 }
 
 // cpuPerPacket is sllbrd's CPU time (user + system) per received packet.
@@ -59,6 +74,24 @@ func (b *bench) measure(ctx context.Context, s setup) (sample, error) {
 	return smp, err
 }
 
+// with runs fn with lb1 forwarding as s: plain kernel forwarding (inst is
+// nil) or a started sllbrd.
+func (b *bench) with(ctx context.Context, s setup, fn func(inst *e2e.Instance) error) error {
+	if !s.kernel() {
+		return b.withSllbrd(ctx, s, fn)
+	}
+	if err := b.lab.Baseline(ctx, lab.BaselineOptions{ECMP: true}); err != nil {
+		return err
+	}
+	if err := b.warmUp(ctx); err != nil {
+		return err
+	}
+	if err := fn(nil); err != nil {
+		return err
+	}
+	return b.lab.RemoveBaseline(ctx)
+}
+
 // placeClient pins this process (the client's senders) to clientCPU for a
 // pinned setup and lets it use every CPU otherwise.
 func (b *bench) placeClient(s setup) error {
@@ -70,23 +103,31 @@ func (b *bench) placeClient(s setup) error {
 
 // measureKernel blasts through plain kernel forwarding (ECMP in lb1).
 func (b *bench) measureKernel(ctx context.Context, s setup) (sample, error) {
-	if err := b.lab.Baseline(ctx, lab.BaselineOptions{ECMP: true}); err != nil {
-		return sample{}, err
-	}
-	if err := b.warmUp(ctx); err != nil {
-		return sample{}, err
-	}
-	res, err := b.lab.Blast(ctx, b.blastOptions(s, 0))
-	if err != nil {
-		return sample{}, err
-	}
-	return sample{blast: res}, b.lab.RemoveBaseline(ctx)
+	var smp sample
+	err := b.with(ctx, s, func(*e2e.Instance) (err error) {
+		smp, err = b.measureInstance(ctx, nil, b.blastOptions(s, 0))
+		return err
+	})
+	return smp, err
 }
 
-// measureInstance blasts at rate (0: unbounded) through a running sllbrd
-// and records its CPU time, RSS and nfqueue counters.
+// measureInstance blasts at rate (0: unbounded) through lb1 and records the
+// machine's CPU time and, with a running sllbrd (inst not nil), its CPU
+// time, RSS and nfqueue counters.
 func (b *bench) measureInstance(ctx context.Context, inst *e2e.Instance, o lab.BlastOptions) (sample, error) {
 	var smp sample
+	busy0, err := readBusy()
+	if err != nil {
+		return smp, err
+	}
+	if inst == nil {
+		if smp.blast, err = b.lab.Blast(ctx, o); err != nil {
+			return smp, err
+		}
+		busy1, err := readBusy()
+		smp.machine = busy1 - busy0
+		return smp, err
+	}
 	cpu0, err := inst.Proc.Stats()
 	if err != nil {
 		return smp, err
@@ -98,6 +139,11 @@ func (b *bench) measureInstance(ctx context.Context, inst *e2e.Instance, o lab.B
 	if smp.blast, err = b.lab.Blast(ctx, o); err != nil {
 		return smp, err
 	}
+	busy1, err := readBusy()
+	if err != nil {
+		return smp, err
+	}
+	smp.machine = busy1 - busy0
 	cpu1, err := inst.Proc.Stats()
 	if err != nil {
 		return smp, err
@@ -115,7 +161,7 @@ func (b *bench) measureInstance(ctx context.Context, inst *e2e.Instance, o lab.B
 // withSllbrd starts sllbrd in lb1 configured as s, routes the VIPs to it,
 // warms the path up, runs fn and stops sllbrd.
 func (b *bench) withSllbrd(ctx context.Context, s setup, fn func(*e2e.Instance) error) error {
-	args := []string{"--queues", fmt.Sprint(s.queues), "--log-level", "info"}
+	args := []string{"--queues", fmt.Sprint(s.queues), "--log-level", "info", "--dataplane", s.dataplane}
 	if s.fanout {
 		args = append(args, "--queue-fanout")
 	}
@@ -162,5 +208,5 @@ func (b *bench) warmUp(ctx context.Context) error {
 // blastOptions is a measurement blast of s at rate (0: as fast as
 // possible).
 func (b *bench) blastOptions(s setup, rate float64) lab.BlastOptions {
-	return lab.BlastOptions{VIP: b.vip, Duration: b.o.duration, Senders: s.senders, Rate: rate}
+	return lab.BlastOptions{VIP: b.vip, Duration: b.o.duration, Senders: s.senders, Rate: rate, FragmentEvery: s.fragmentEvery}
 }

@@ -13,13 +13,19 @@ import (
 	"github.com/sllbrd/sllbrd/internal/harness/e2e"
 )
 
-// profileResult is a flat perf profile of sllbrd under an unbounded blast:
-// the share of its samples per binary (kernel or sllbrd) and per symbol.
+// profileResult is a flat, system-wide perf profile of one setup under an
+// unbounded blast, restricted to the packet path's tasks (pathComms: the
+// client's senders, whose system calls and softirqs forward the packets,
+// the softirq threads, and sllbrd): the CPU time they took per received
+// datagram and the share of their samples per symbol. The machine is
+// shared, so other tasks' samples are left out.
 type profileResult struct {
-	setup string
-	note  string // why there is no profile
-	byDSO []share
-	bySym []share
+	setup      string
+	note       string // why there is no profile
+	perPacket  time.Duration
+	bySym      []share
+	datagrams  uint64
+	pathSample uint64
 }
 
 type share struct {
@@ -29,26 +35,29 @@ type share struct {
 
 // Profile bounds: perf's sampling frequency and the symbols reported.
 const (
-	perfFrequency = "1999"
-	topSymbols    = 25
+	perfFrequency = 1999
+	topSymbols    = 20
 )
 
-// profile records sllbrd (set up as s) with perf during one blast. A
+// pathComms are the command names of the packet path's tasks.
+var pathComms = []string{"benche2e", "ksoftirqd/0", "ksoftirqd/1", "ksoftirqd/2", "ksoftirqd/3", "sllbrd"}
+
+// profile records every CPU with perf during one blast through s. A
 // failure is not fatal: the result says what went wrong.
 func (b *bench) profile(ctx context.Context, s setup) *profileResult {
 	perf, err := exec.LookPath("perf")
 	if err != nil {
-		return &profileResult{note: "perf not installed"}
+		return &profileResult{setup: s.name, note: "perf not installed (apt-get install linux-perf)"}
 	}
 	data := filepath.Join(b.manifests, "perf.data")
+	defer os.Remove(data)
 	res := &profileResult{setup: s.name}
 	if err := b.placeClient(s); err != nil {
-		return &profileResult{note: err.Error()}
+		return &profileResult{setup: s.name, note: err.Error()}
 	}
-	err = b.withSllbrd(ctx, s, func(inst *e2e.Instance) error {
+	err = b.with(ctx, s, func(inst *e2e.Instance) error {
 		secs := strconv.FormatFloat(b.o.duration.Seconds()-0.5, 'f', 1, 64)
-		rec := exec.CommandContext(ctx, perf, "record", "-q", "-F", perfFrequency, "-o", data,
-			"-p", strconv.Itoa(inst.Proc.PID), "--", "sleep", secs)
+		rec := exec.CommandContext(ctx, perf, "record", "-q", "-a", "-F", strconv.Itoa(perfFrequency), "-o", data, "--", "sleep", secs)
 		if err := rec.Start(); err != nil {
 			return fmt.Errorf("perf record: %w", err)
 		}
@@ -57,26 +66,61 @@ func (b *bench) profile(ctx context.Context, s setup) *profileResult {
 		if werr := rec.Wait(); err == nil && werr != nil {
 			err = fmt.Errorf("perf record: %w", werr)
 		}
+		if smp.blast.Elapsed > 0 { // the datagrams received while perf recorded
+			res.datagrams = uint64(float64(smp.blast.Received) * secsOf(secs) / smp.blast.Elapsed.Seconds())
+		}
 		fmt.Fprintf(b.out, "profile  %-28s %s\n", s.name, brief(smp))
 		return err
 	})
 	if err != nil {
-		return &profileResult{note: err.Error()}
+		return &profileResult{setup: s.name, note: err.Error()}
 	}
-	if res.byDSO, err = perfReport(ctx, perf, data, "dso"); err != nil {
-		return &profileResult{note: err.Error()}
+	byComm, err := perfReport(ctx, perf, data, "comm", "-n")
+	if err != nil {
+		return &profileResult{setup: s.name, note: err.Error()}
 	}
-	if res.bySym, err = perfReport(ctx, perf, data, "dso,sym"); err != nil {
-		return &profileResult{note: err.Error()}
+	res.pathSample = pathSamples(byComm)
+	if res.datagrams > 0 {
+		res.perPacket = time.Duration(float64(res.pathSample) / perfFrequency * 1e9 / float64(res.datagrams))
 	}
-	os.Remove(data)
+	if res.bySym, err = perfReport(ctx, perf, data, "sym", "--comms", strings.Join(pathComms, ","), "--percentage", "relative"); err != nil {
+		return &profileResult{setup: s.name, note: err.Error()}
+	}
 	return res
 }
 
+func secsOf(s string) float64 {
+	v, _ := strconv.ParseFloat(s, 64)
+	return v
+}
+
+// pathSamples sums the samples of the packet path's tasks in a
+// "perf report -n --sort comm" profile (what holds the sample count).
+func pathSamples(byComm []share) uint64 {
+	var n uint64
+	for _, s := range byComm {
+		f := strings.Fields(s.what)
+		if len(f) == 2 && isPathComm(f[1]) {
+			v, _ := strconv.ParseUint(f[0], 10, 64)
+			n += v
+		}
+	}
+	return n
+}
+
+func isPathComm(c string) bool {
+	for _, p := range pathComms {
+		if c == p || (strings.HasPrefix(p, "ksoftirqd/") && strings.HasPrefix(c, "ksoftirqd/")) {
+			return true
+		}
+	}
+	return false
+}
+
 // perfReport returns the flat profile sorted by keys, largest first.
-func perfReport(ctx context.Context, perf, data, keys string) ([]share, error) {
-	out, err := exec.CommandContext(ctx, perf, "report", "-i", data, "--stdio", "--no-children",
-		"--sort", keys, "--percent-limit", "0.5").Output()
+func perfReport(ctx context.Context, perf, data, keys string, extra ...string) ([]share, error) {
+	args := append([]string{"report", "-i", data, "--stdio", "--no-children", "--sort", keys, "--percent-limit", "0.5"}, extra...)
+	out, err := exec.CommandContext(ctx, perf, args...).Output()
 	if err != nil {
 		return nil, fmt.Errorf("perf report --sort %s: %w", keys, err)
 	}

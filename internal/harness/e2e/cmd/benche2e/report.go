@@ -24,10 +24,16 @@ type report struct {
 	env      string
 	setups   []setup
 	samples  map[string][]sample // by setup name, one per round
-	lossFree *searchResult
-	profile  *profileResult
+	lossFree []*searchResult
+	profiles []*profileResult
 	elapsed  time.Duration
 }
+
+// Goals of the kernel path (issue 12), as ratios in the same run.
+const (
+	kernelPathOfForwarding = 0.95 // of plain kernel forwarding, both placements
+	kernelPathOfNFQueue    = 2.0  // of the nfqueue dataplane, unpinned
+)
 
 // spread is the median and range of a few measurements.
 type spread struct{ median, min, max float64 }
@@ -67,11 +73,14 @@ func column(ss []sample, value func(sample) float64) spread {
 
 // ratios are each round's received rate of s over its kernel forwarding
 // reference's in the same round.
-func (r *report) ratios(s setup) spread {
-	kernel, other := r.samples[r.setups[s.reference].name], r.samples[s.name]
+func (r *report) ratios(s setup) spread { return r.ratiosTo(s, r.setups[s.reference]) }
+
+// ratiosTo are each round's received rate of s over ref's in that round.
+func (r *report) ratiosTo(s, ref setup) spread {
+	base, other := r.samples[ref.name], r.samples[s.name]
 	var xs []float64
-	for i := range min(len(kernel), len(other)) {
-		if k := kernel[i].blast.ReceivedPPS(); k > 0 {
+	for i := range min(len(base), len(other)) {
+		if k := base[i].blast.ReceivedPPS(); k > 0 {
 			xs = append(xs, other[i].blast.ReceivedPPS()/k)
 		}
 	}
@@ -82,23 +91,26 @@ func (r *report) write(w io.Writer) {
 	fmt.Fprintf(w, "\nsllbrd end-to-end benchmark (%s), took %v\n", r.env, r.elapsed.Round(time.Second))
 	fmt.Fprintln(w, "median [min-max] over the rounds; ratio = sllbrd / kernel forwarding of the same round")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "setup\treceived kpps\tratio\tloss %\tCPU us/pkt\tuser/sys\tpkts/batch\tRSS MB\tkernel drops")
+	fmt.Fprintln(tw, "setup\treceived kpps\tratio\tloss %\tmachine CPU us/pkt\tsllbrd CPU us/pkt\tuser/sys\tpkts/batch\tRSS MB\tkernel drops")
 	for _, s := range r.setups {
 		r.writeRow(tw, s)
 	}
-	fmt.Fprintf(tw, "NFQLB (field notes)\t-\t%.2f\t-\t%d\tabout 8/92\t1\t%.1f\t-\n", nfqlbRatio, nfqlbCPUMicros, nfqlbRSSMB)
+	fmt.Fprintf(tw, "NFQLB (field notes)\t-\t%.2f\t-\t-\t%d\tabout 8/92\t1\t%.1f\t-\n", nfqlbRatio, nfqlbCPUMicros, nfqlbRSSMB)
 	tw.Flush()
 	r.writeVerdict(w)
 	r.writeLossFree(w)
-	r.writeProfile(w)
+	for _, p := range r.profiles {
+		p.write(w)
+	}
 }
 
 func (r *report) writeRow(tw io.Writer, s setup) {
 	ss := r.samples[s.name]
 	recv := column(ss, func(x sample) float64 { return x.blast.ReceivedPPS() })
 	loss := column(ss, func(x sample) float64 { return x.blast.Loss() })
+	machine := column(ss, func(x sample) float64 { return float64(perPacket(x.machine, x.blast.Received).Nanoseconds()) })
 	if s.kernel() {
-		fmt.Fprintf(tw, "%s\t%s\t1\t%s\t-\t-\t-\t-\t-\n", s.name, recv.format(1e-3, 1), loss.format(100, 2))
+		fmt.Fprintf(tw, "%s\t%s\t1\t%s\t%s\t-\t-\t-\t-\t-\n", s.name, recv.format(1e-3, 1), loss.format(100, 2), machine.format(1e-3, 2))
 		return
 	}
 	cpu := column(ss, func(x sample) float64 { return float64(x.cpuPerPacket().Nanoseconds()) })
@@ -106,9 +118,17 @@ func (r *report) writeRow(tw io.Writer, s setup) {
 	batch := column(ss, func(x sample) float64 { return x.nfq.perBatch() })
 	rss := column(ss, func(x sample) float64 { return float64(x.cpu.RSS) })
 	drops := column(ss, func(x sample) float64 { return x.nfq.kernelDropped + x.nfq.userDropped })
-	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.0f/%.0f\t%s\t%s\t%s\n", s.name, recv.format(1e-3, 1),
-		r.ratios(s).format(1, 2), loss.format(100, 2), cpu.format(1e-3, 2),
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.0f/%.0f\t%s\t%s\t%s\n", s.name, recv.format(1e-3, 1),
+		r.ratios(s).format(1, 2), loss.format(100, 2), machine.format(1e-3, 2), cpu.format(1e-3, 2),
 		100*user.median, 100-100*user.median, batch.format(1, 1), rss.format(1.0/(1<<20), 1), drops.format(1, 0))
+}
+
+// perPacket is d per packet of n (0 for none).
+func perPacket(d time.Duration, n uint64) time.Duration {
+	if n == 0 {
+		return 0
+	}
+	return d / time.Duration(n)
 }
 
 func fraction(part, whole time.Duration) float64 {
@@ -118,51 +138,88 @@ func fraction(part, whole time.Duration) float64 {
 	return float64(part) / float64(whole)
 }
 
-// writeVerdict compares each sllbrd setup's ratio with NFQLB's.
+// writeVerdict compares each sllbrd setup's ratio with its goal: NFQLB's
+// share for the nfqueue dataplane, 0.95 of kernel forwarding for the
+// kernel path; the kernel path with the nfqueue dataplane unpinned (at
+// least 2x), and the mixed case with the pure kernel path.
 func (r *report) writeVerdict(w io.Writer) {
 	fmt.Fprintln(w)
 	for _, s := range r.setups {
 		if s.kernel() {
 			continue
 		}
-		q := r.ratios(s)
-		verdict := "meets"
-		if q.median < nfqlbRatio {
-			verdict = "DOES NOT MEET"
+		goal, what := nfqlbRatio, "NFQLB's"
+		if s.dataplane == dataplaneKernel {
+			goal, what = kernelPathOfForwarding, "the kernel path's"
 		}
-		fmt.Fprintf(w, "%s: %.2f of %s (median): %s the target, NFQLB's %.2f\n",
-			s.name, q.median, r.setups[s.reference].name, verdict, nfqlbRatio)
+		q := r.ratios(s)
+		fmt.Fprintf(w, "%s: %s of %s (median): %s %s goal %.2f\n",
+			s.name, q.format(1, 2), r.setups[s.reference].name, meets(q.median >= goal), what, goal)
+	}
+	kp, okK := unpinned(r.setups, dataplaneKernel)
+	nq, okN := unpinned(r.setups, dataplaneNFQueue)
+	if okK && okN {
+		q := r.ratiosTo(kp, nq)
+		fmt.Fprintf(w, "%s / %s: %sx (median of the rounds): %s the goal %.1fx\n", kp.name, nq.name, q.format(1, 2), meets(q.median >= kernelPathOfNFQueue), kernelPathOfNFQueue)
+	}
+	for _, s := range r.setups {
+		if s.fragmentEvery > 0 && okK {
+			fmt.Fprintf(w, "%s / %s: %s (the slow path's share does not drag the fast one down when near 1)\n", s.name, kp.name, r.ratiosTo(s, kp).format(1, 2))
+		}
 	}
 }
 
+func meets(ok bool) string {
+	if ok {
+		return "meets"
+	}
+	return "DOES NOT MEET"
+}
+
+// writeLossFree prints each searched setup's loss-free rate and the kernel
+// path's over the others'.
 func (r *report) writeLossFree(w io.Writer) {
-	if r.lossFree == nil {
+	if len(r.lossFree) == 0 {
 		return
 	}
-	f := r.lossFree
-	if f.best == 0 {
-		fmt.Fprintf(w, "loss-free (<%.1f%% loss, %v probes): %s lost packets already at %.0f kpps offered\n",
-			100*lossFreeMax, searchProbeTime, f.setup, searchLow/1e3)
-		return
+	fmt.Fprintf(w, "\nloss-free (<%.1f%% loss, %v probes, offered %.0f-%.0f kpps):\n", 100*lossFreeMax, searchProbeTime, searchLow/1e3, searchHigh/1e3)
+	var kernelPath, forwarding, nfq float64
+	for _, f := range r.lossFree {
+		if f.best == 0 {
+			fmt.Fprintf(w, "  %s: lost packets already at %.0f kpps offered\n", f.setup, searchLow/1e3)
+		} else {
+			limited := ""
+			if f.senderLimited {
+				limited = " (at least: the client could not offer more)"
+			}
+			fmt.Fprintf(w, "  %s: %.0f kpps%s\n", f.setup, f.best/1e3, limited)
+		}
+		switch f.dataplane {
+		case dataplaneKernel:
+			kernelPath = f.best
+		case dataplaneNFQueue:
+			nfq = f.best
+		default:
+			forwarding = f.best
+		}
 	}
-	fmt.Fprintf(w, "loss-free (<%.1f%% loss, %v probes): %s carries %.0f kpps offered (NFQLB: about %d kpps)\n",
-		100*lossFreeMax, searchProbeTime, f.setup, f.best/1e3, nfqlbLossFreeKpps)
+	if kernelPath > 0 && forwarding > 0 {
+		fmt.Fprintf(w, "  kernel path / kernel forwarding: %.2f (goal %.2f); ", kernelPath/forwarding, kernelPathOfForwarding)
+	}
+	if kernelPath > 0 && nfq > 0 {
+		fmt.Fprintf(w, "kernel path / nfqueue: %.2fx (goal %.1fx)", kernelPath/nfq, kernelPathOfNFQueue)
+	}
+	fmt.Fprintf(w, " (NFQLB: about %d kpps)\n", nfqlbLossFreeKpps)
 }
 
-func (r *report) writeProfile(w io.Writer) {
-	p := r.profile
-	if p == nil {
-		return
-	}
+// write prints the profile.
+func (p *profileResult) write(w io.Writer) {
 	if p.note != "" {
-		fmt.Fprintf(w, "profile: none (%s)\n", p.note)
+		fmt.Fprintf(w, "\nprofile of %s: none (%s)\n", p.setup, p.note)
 		return
 	}
-	var dsos []string
-	for _, s := range p.byDSO {
-		dsos = append(dsos, fmt.Sprintf("%s %.1f%%", s.what, s.percent))
-	}
-	fmt.Fprintf(w, "\nprofile of %s (perf record, unbounded blast) by binary: %s\n", p.setup, strings.Join(dsos, ", "))
+	fmt.Fprintf(w, "\nprofile of %s (perf record -a, unbounded blast; the packet path's tasks: %s): %.2f us of CPU per received datagram (%d samples at %d Hz, %d datagrams)\n",
+		p.setup, strings.Join(pathComms, " "), float64(p.perPacket.Nanoseconds())/1e3, p.pathSample, perfFrequency, p.datagrams)
 	for i, s := range p.bySym {
 		if i == topSymbols {
 			break

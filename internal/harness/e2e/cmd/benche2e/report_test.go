@@ -52,7 +52,8 @@ func blastAt(sent, recv uint64) lab.BlastResult {
 // TestRatiosPairRoundsWithTheirReference: each sllbrd round is divided by
 // its own reference's same round, not by another setup's.
 func TestRatiosPairRoundsWithTheirReference(t *testing.T) {
-	ss := []setup{{name: "k1"}, {name: "s1", queues: 1, reference: 0}, {name: "k2"}, {name: "s2", queues: 2, reference: 2}}
+	ss := []setup{{name: "k1"}, {name: "s1", dataplane: dataplaneNFQueue, queues: 1, reference: 0}, {name: "k2"},
+		{name: "s2", dataplane: dataplaneNFQueue, queues: 2, reference: 2}}
 	r := &report{setups: ss, samples: map[string][]sample{
 		"k1": {{blast: blastAt(100, 100)}, {blast: blastAt(200, 200)}, {blast: blastAt(100, 100)}},
 		"s1": {{blast: blastAt(100, 50)}, {blast: blastAt(200, 200)}, {blast: blastAt(100, 60)}},
@@ -68,20 +69,49 @@ func TestRatiosPairRoundsWithTheirReference(t *testing.T) {
 }
 
 // TestReportVerdict: the report says whether each sllbrd setup reaches
-// NFQLB's share of kernel forwarding.
+// its goal: NFQLB's share of kernel forwarding for the nfqueue dataplane,
+// 0.95 for the kernel path, and twice the nfqueue dataplane unpinned.
 func TestReportVerdict(t *testing.T) {
-	ss := []setup{{name: "kernel"}, {name: "fast", queues: 1}, {name: "slow", queues: 1}}
+	ss := []setup{{name: "kernel"}, {name: "fast", dataplane: dataplaneNFQueue, queues: 1}, {name: "slow", dataplane: dataplaneNFQueue, queues: 1},
+		{name: "kp", dataplane: dataplaneKernel, queues: 1}, {name: "kp-mixed", dataplane: dataplaneKernel, queues: 1, fragmentEvery: 10}}
+	proc := lab.ProcStats{User: time.Millisecond, System: 9 * time.Millisecond, RSS: 20 << 20}
 	r := &report{setups: ss, samples: map[string][]sample{
-		"kernel": {{blast: blastAt(1000, 1000)}},
-		"fast":   {{blast: blastAt(1000, 600), cpu: lab.ProcStats{User: time.Millisecond, System: 9 * time.Millisecond, RSS: 20 << 20}}},
-		"slow":   {{blast: blastAt(1000, 400), cpu: lab.ProcStats{User: time.Millisecond, RSS: 20 << 20}}},
+		"kernel":   {{blast: blastAt(1000, 1000), machine: 2 * time.Millisecond}},
+		"fast":     {{blast: blastAt(1000, 600), cpu: proc}},
+		"slow":     {{blast: blastAt(1000, 400), cpu: lab.ProcStats{User: time.Millisecond, RSS: 20 << 20}}},
+		"kp":       {{blast: blastAt(1000, 960), cpu: proc}},
+		"kp-mixed": {{blast: blastAt(1000, 912), cpu: proc}},
 	}}
 	var out bytes.Buffer
 	r.write(&out)
 	text := out.String()
-	for _, want := range []string{"fast: 0.60 of kernel (median): meets", "slow: 0.40 of kernel (median): DOES NOT MEET", "10/90"} {
-		if !strings.Contains(text, want) {
+	for _, want := range []string{"fast: 0.60 of kernel (median): meets NFQLB's goal 0.49", "slow: 0.40 of kernel (median): DOES NOT MEET NFQLB's",
+		"kp: 0.96 of kernel (median): meets the kernel path's goal 0.95", "10/90", "kernel  1.0  1  0.00  2.00",
+		"kp-mixed: 0.91 of kernel (median): DOES NOT MEET", "kp-mixed / kp: 0.95"} {
+		if !strings.Contains(strings.Join(strings.Fields(text), "  "), strings.Join(strings.Fields(want), "  ")) {
 			t.Errorf("report lacks %q:\n%s", want, text)
 		}
+	}
+}
+
+func TestParseBusy(t *testing.T) {
+	got, err := parseBusy("cpu  100 20 300 5000 40 6 7 8 0 0")
+	if want := time.Duration(100+20+300+6+7+8) * 10 * time.Millisecond; err != nil || got != want {
+		t.Errorf("parseBusy = %v, %v; want %v", got, err, want)
+	}
+	if _, err := parseBusy("intr 1 2 3"); err == nil {
+		t.Error("parseBusy accepted another line")
+	}
+}
+
+func TestPathSamples(t *testing.T) {
+	report := `# Samples: 1K of event 'cpu-clock'
+    40.00%           400  benche2e
+    30.00%           300  ksoftirqd/1
+    20.00%           200  cc1
+    10.00%           100  sllbrd
+`
+	if got := pathSamples(parsePerfReport(report)); got != 800 {
+		t.Errorf("pathSamples = %d, want 800 (benche2e, ksoftirqd, sllbrd)", got)
 	}
 }

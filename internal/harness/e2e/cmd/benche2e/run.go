@@ -36,19 +36,36 @@ var (
 // setups are what every round measures, each sllbrd setup right after its
 // kernel forwarding reference. With two CPUs or more: NFQLB's placement (one
 // sender on one CPU, the LB process on the other) and an unpinned one
-// where sllbrd has a queue per CPU spread by CPU.
+// (a sender per CPU, sllbrd with a queue per CPU spread by CPU), each with
+// the nfqueue dataplane and the kernel path, and the kernel path with 10%
+// of the flows fragmented (their datagrams take the userspace path).
 func setups(senders int) []setup {
 	n := runtime.NumCPU()
 	if n < 2 {
 		return []setup{{name: "kernel forwarding", senders: senders},
-			{name: "sllbrd, 1 queue", queues: 1, senders: senders}}
+			{name: "sllbrd nfqueue, 1 queue", dataplane: dataplaneNFQueue, queues: 1, senders: senders},
+			{name: "sllbrd kernel path", dataplane: dataplaneKernel, queues: 1, senders: senders}}
 	}
 	return []setup{
 		{name: fmt.Sprintf("kernel, 1 sender on CPU %d", clientCPU), senders: 1, pinned: true},
-		{name: fmt.Sprintf("sllbrd, 1 queue on CPU %d", lbCPU), queues: 1, senders: 1, pinned: true, reference: 0},
+		{name: fmt.Sprintf("nfqueue, 1 queue on CPU %d", lbCPU), dataplane: dataplaneNFQueue, queues: 1, senders: 1, pinned: true, reference: 0},
+		{name: fmt.Sprintf("kernel path, sllbrd on CPU %d", lbCPU), dataplane: dataplaneKernel, queues: 1, senders: 1, pinned: true, reference: 0},
 		{name: fmt.Sprintf("kernel, %d senders", senders), senders: senders},
-		{name: fmt.Sprintf("sllbrd, %d queues fanout", n), queues: n, fanout: true, senders: senders, reference: 2},
+		{name: fmt.Sprintf("nfqueue, %d queues fanout", n), dataplane: dataplaneNFQueue, queues: n, fanout: true, senders: senders, reference: 3},
+		{name: "kernel path, unpinned", dataplane: dataplaneKernel, queues: n, fanout: true, senders: senders, reference: 3},
+		{name: "kernel path, 10% fragmented", dataplane: dataplaneKernel, queues: n, fanout: true, senders: senders, reference: 3, fragmentEvery: 10},
 	}
+}
+
+// unpinned returns the unpinned setups of a dataplane ("" for kernel
+// forwarding), without fragments: the loss-free searches and profiles.
+func unpinned(ss []setup, dataplane string) (setup, bool) {
+	for _, s := range ss {
+		if s.dataplane == dataplane && !s.pinned && s.fragmentEvery == 0 {
+			return s, true
+		}
+	}
+	return setup{}, false
 }
 
 func run(ctx context.Context, o options, out io.Writer) error {
@@ -69,13 +86,21 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			rep.samples[s.name] = append(rep.samples[s.name], smp)
 		}
 	}
-	if o.search {
-		if rep.lossFree, err = b.searchLossFree(ctx, rep.setups[1]); err != nil {
-			return fmt.Errorf("loss-free search: %w", err)
+	for _, dp := range []string{"", dataplaneNFQueue, dataplaneKernel} {
+		s, ok := unpinned(rep.setups, dp)
+		if !ok {
+			continue
 		}
-	}
-	if o.profile {
-		rep.profile = b.profile(ctx, rep.setups[1])
+		if o.search {
+			res, err := b.searchLossFree(ctx, s)
+			if err != nil {
+				return fmt.Errorf("loss-free search, %s: %w", s.name, err)
+			}
+			rep.lossFree = append(rep.lossFree, res)
+		}
+		if o.profile {
+			rep.profiles = append(rep.profiles, b.profile(ctx, s))
+		}
 	}
 	rep.elapsed = time.Since(start)
 	rep.write(out)

@@ -1,0 +1,207 @@
+package nft
+
+import (
+	"slices"
+
+	"github.com/google/nftables"
+)
+
+// compatible reports whether current can be turned into want piece by
+// piece: the base chains (the hooked ones) are exactly want's, with the
+// same rules, and every set of want that exists has a type that holds
+// want's elements. Otherwise the table is rebuilt.
+func compatible(want *desired, current *tableState) bool {
+	for _, cw := range want.chains {
+		if !cw.base {
+			continue
+		}
+		got, ok := current.chains[cw.chain.Name]
+		if !ok || !sameChain(got.chain, cw.chain) || !slices.Equal(got.comments, comments(cw)) {
+			return false
+		}
+	}
+	for name, got := range current.chains {
+		if got.chain.Hooknum != nil && !slices.ContainsFunc(want.chains, func(cw *chainWant) bool { return cw.base && cw.chain.Name == name }) {
+			return false // a hooked chain we do not know
+		}
+	}
+	for _, s := range want.sets {
+		got, ok := current.sets[s.set.Name]
+		if (s.base && !ok) || (ok && !sameSetType(got.set, s.set)) {
+			return false
+		}
+	}
+	return true
+}
+
+func comments(cw *chainWant) []string {
+	out := make([]string, len(cw.rules))
+	for i, r := range cw.rules {
+		out[i] = r.comment
+	}
+	return out
+}
+
+// queueChanges queues on c, in an order the kernel accepts within one
+// transaction, what turns the compatible current into want:
+//
+//  1. new counters, new chains (empty), new sets with their elements;
+//  2. the element changes of existing sets: interval sets are flushed and
+//     refilled when they differ, others lose and gain single elements;
+//  3. the rules of chains that differ (flushed, then refilled) and of new
+//     chains;
+//  4. what want lacks: chains are flushed (dropping their references),
+//     then sets, chains and counters deleted.
+//
+// It returns the number of operations queued.
+func queueChanges(c Conn, want *desired, current *tableState) (int, error) {
+	t := want.l.table
+	ops := 0
+	for _, name := range want.counters {
+		if !current.counters[name] {
+			c.AddObj(counterObj(t, name))
+			ops++
+		}
+	}
+	for _, cw := range want.chains {
+		if _, ok := current.chains[cw.chain.Name]; !ok {
+			c.AddChain(cw.chain)
+			ops++
+		}
+	}
+	for _, s := range want.sets {
+		got, ok := current.sets[s.set.Name]
+		if !ok {
+			if err := c.AddSet(s.set, s.elements()); err != nil {
+				return ops, err
+			}
+			ops++
+			continue
+		}
+		n, err := queueElements(c, s, got)
+		if err != nil {
+			return ops, err
+		}
+		ops += n
+	}
+	for _, cw := range want.chains {
+		got, ok := current.chains[cw.chain.Name]
+		switch {
+		case !ok:
+		case slices.Equal(got.comments, comments(cw)):
+			continue
+		default:
+			c.FlushChain(cw.chain)
+		}
+		want.addRules(c, cw)
+		ops += 1 + len(cw.rules)
+	}
+	return ops + queueDeletions(c, want, current), nil
+}
+
+// queueElements queues the element changes of one existing set.
+func queueElements(c Conn, s *setSpec, got *setState) (int, error) {
+	if s.src != nil && got.src != nil {
+		if s.src.sameContent(got.src) {
+			return 0, nil // as committed
+		}
+		if s.src.Kind == EntryMap && got.src.Kind == EntryMap && len(s.src.Goto) == len(got.src.Goto) {
+			return queueEntries(c, s, got.src)
+		}
+	}
+	add, del := elementsDiff(got.elements(), s.elements())
+	if len(add) == 0 && len(del) == 0 {
+		return 0, nil
+	}
+	if s.set.Interval {
+		c.FlushSet(s.set)
+		return 1, c.SetAddElements(s.set, s.elements())
+	}
+	if len(del) > 0 {
+		keys := make([]nftables.SetElement, len(del))
+		for i, id := range del {
+			keys[i] = keyOf(id)
+		}
+		if err := c.SetDeleteElements(s.set, keys); err != nil {
+			return 0, err
+		}
+	}
+	if len(add) > 0 {
+		if err := c.SetAddElements(s.set, add); err != nil {
+			return 0, err
+		}
+	}
+	return len(add) + len(del), nil
+}
+
+// queueEntries replaces the entries of an entry map that lead elsewhere
+// than in the map we committed (same size): each is deleted and added
+// again, in the same transaction.
+func queueEntries(c Conn, s *setSpec, committed *Set) (int, error) {
+	var del, add []nftables.SetElement
+	for i, chain := range s.src.Goto {
+		if committed.Goto[i] != chain {
+			del = append(del, nftables.SetElement{Key: entryKey(i)})
+			add = append(add, s.src.entry(i))
+		}
+	}
+	if len(add) == 0 {
+		return 0, nil
+	}
+	if err := c.SetDeleteElements(s.set, del); err != nil {
+		return 0, err
+	}
+	return 2 * len(add), c.SetAddElements(s.set, add)
+}
+
+// queueDeletions queues the deletion of what current has and want lacks.
+func queueDeletions(c Conn, want *desired, current *tableState) int {
+	t := want.l.table
+	ops := 0
+	var chains []*nftables.Chain
+	for _, name := range sortedKeys(current.chains) {
+		if !slices.ContainsFunc(want.chains, func(cw *chainWant) bool { return cw.chain.Name == name }) {
+			ch := &nftables.Chain{Name: name, Table: t}
+			c.FlushChain(ch)
+			chains = append(chains, ch)
+		}
+	}
+	for _, name := range sortedKeys(current.sets) {
+		if want.setByName(name) == nil {
+			c.DelSet(&nftables.Set{Name: name, Table: t})
+			ops++
+		}
+	}
+	for _, ch := range chains {
+		c.DelChain(ch)
+		ops += 2
+	}
+	for _, name := range sortedKeys(current.counters) {
+		if !slices.Contains(want.counters, name) {
+			c.DeleteObject(counterObj(t, name))
+			ops++
+		}
+	}
+	return ops
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// sameChain reports whether got has want's type, hook, priority and an
+// accepting policy (regular chains have none of these).
+func sameChain(got, want *nftables.Chain) bool {
+	if want.Hooknum == nil {
+		return got.Hooknum == nil
+	}
+	return got.Name == want.Name && got.Type == want.Type &&
+		got.Hooknum != nil && *got.Hooknum == *want.Hooknum &&
+		got.Priority != nil && *got.Priority == *want.Priority &&
+		(got.Policy == nil || *got.Policy == nftables.ChainPolicyAccept)
+}

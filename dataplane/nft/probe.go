@@ -1,0 +1,55 @@
+package nft
+
+import (
+	"fmt"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+)
+
+// Payload offsets ProbeKernelPath tries: what kernels since 6.2 accept in a
+// payload expression, and what every kernel accepts.
+const (
+	MaxPayloadOffsetWide   = 0xffff
+	MaxPayloadOffsetLegacy = 0xff
+)
+
+// ProbeKernelPath checks, in a transaction that adds and deletes a scratch
+// table (nothing remains), that the kernel has what the kernel path uses:
+// the jhash expression, verdict maps, counter objects and payload loads.
+// It returns the largest transport-header offset a payload expression may
+// read, or an error when the kernel path cannot work here.
+func ProbeKernelPath(c Conn) (maxPayloadOffset int, err error) {
+	var errs []error
+	for _, off := range []int{MaxPayloadOffsetWide, MaxPayloadOffsetLegacy} {
+		err := tryKernelPath(c, uint32(off))
+		if err == nil {
+			return off, nil
+		}
+		errs = append(errs, fmt.Errorf("payload offset %d: %w", off, err))
+	}
+	return 0, fmt.Errorf("the kernel refuses the kernel path's rules (jhash, verdict maps, counter objects): %v", errs)
+}
+
+func tryKernelPath(c Conn, offset uint32) error {
+	t := &nftables.Table{Name: probeTableName, Family: nftables.TableFamilyINet}
+	c.AddTable(t)
+	c.AddObj(counterObj(t, "probe"))
+	target := c.AddChain(&nftables.Chain{Name: "target", Table: t})
+	ch := c.AddChain(&nftables.Chain{Name: "probe", Table: t, Type: nftables.ChainTypeFilter,
+		Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityRaw})
+	s := &Set{Name: "probe", Kind: EntryMap, Goto: []string{target.Name, target.Name}}
+	set := s.nftSet(t)
+	if err := c.AddSet(set, s.elements()); err != nil {
+		return err
+	}
+	c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: []expr.Any{
+		load(expr.PayloadBaseTransportHeader, offset, 1),
+		&expr.Payload{DestRegister: reg32(0), Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
+		&expr.Objref{Type: int(nftables.ObjTypeCounter), Name: "probe"},
+		&expr.Hash{SourceRegister: reg32(0), DestRegister: reg32(0), Length: 4, Modulus: 2, Seed: 1, Type: expr.HashTypeJenkins},
+		&expr.Lookup{SourceRegister: reg32(0), SetName: set.Name, IsDestRegSet: true, DestRegister: 0},
+	}})
+	c.DelTable(t)
+	return c.Flush()
+}
