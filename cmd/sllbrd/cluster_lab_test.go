@@ -302,9 +302,15 @@ func (c *cluster) closeStreams(streams []*lab.Streams, lost []string) {
 	}
 }
 
+// maglevExtraShare is the share of flows beyond the removed target's that
+// Maglev may move when a target leaves (maglev's TestDisruption bound;
+// docs/dataplane.md): its table fill gives a few entries of the remaining
+// targets to each other, so "only t2's flows move" holds up to this.
+const maglevExtraShare = 0.02
+
 // phaseTargetDeleted: t2's Pod object is deleted; its flows move to the
-// other targets, no other flow moves, and connections to the other
-// targets survive.
+// other targets, other flows move only within Maglev's bound, and
+// connections to the other targets survive.
 func (c *cluster) phaseTargetDeleted() {
 	streams := c.openStreams(24)
 	t0 := time.Now()
@@ -323,7 +329,7 @@ func (c *cluster) phaseTargetDeleted() {
 	c.record("Pod t2 deleted", since("no new flow reaches t2", t0))
 	for _, vip := range []netip.Addr{vip4, vip6} {
 		now := flows(c.t, c.lab, lab.FlowOptions{VIP: vip, Port: flowPort, Proto: "tcp", Count: len(c.base[vip]), SrcPortBase: 21000})
-		moved := 0
+		moved, extra := 0, 0
 		for f, was := range c.base[vip] {
 			switch to := now[f]; {
 			case to == "t2":
@@ -331,10 +337,15 @@ func (c *cluster) phaseTargetDeleted() {
 			case was == "t2":
 				moved++
 			case to != was:
-				c.t.Errorf("flow %v moved from %s to %s: only t2's may move", f, was, to)
+				extra++
+				c.t.Logf("flow %v moved from %s to %s (Maglev's own disruption)", f, was, to)
 			}
 		}
-		c.t.Logf("%v: %d of %d flows were on t2 and moved; the others stayed", vip, moved, len(now))
+		if limit := int(maglevExtraShare * float64(len(c.base[vip]))); extra > limit {
+			c.t.Errorf("%v: %d flows not on t2 moved, want at most %d (%.0f%% of %d)",
+				vip, extra, limit, 100*maglevExtraShare, len(c.base[vip]))
+		}
+		c.t.Logf("%v: %d of %d flows were on t2 and moved; %d others moved", vip, moved, len(now), extra)
 	}
 	_ = c.sidecars[2].Stop() // kubelet stops the deleted pod's containers
 	delete(c.sidecars, 2)
