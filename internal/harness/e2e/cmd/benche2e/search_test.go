@@ -6,7 +6,9 @@ import "testing"
 // received; the search goes higher only after a probe that offered its
 // rate loss-free; a sender-limited best is flagged.
 func TestSearchRecord(t *testing.T) {
-	at := func(rate float64, sent, recv uint64) probe { return probe{rate: rate, smp: sample{blast: blastAt(sent, recv)}} }
+	at := func(rate float64, sent, recv uint64) probe {
+		return probe{rate: rate, smp: sample{blast: blastAt(sent, recv)}}
+	}
 	var r searchResult
 	if !r.record(at(100, 100, 100)) || r.best != 100 || r.senderLimited {
 		t.Fatalf("after a loss-free probe: %+v", r)
