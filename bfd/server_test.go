@@ -114,6 +114,12 @@ func TestServerLoopbackUpAndAbruptLoss(t *testing.T) {
 		t.Run(fam.name, func(t *testing.T) {
 			lp := startLoopPair(t, fam.a, fam.b, fam.multihop)
 			waitFor(t, 5*time.Second, "both sessions Up", bothUp(lp))
+			// Up comes before the Poll sequence that moves the timers from
+			// the slow rate to 50 ms x 3 ends (RFC 5880 section 6.8.3).
+			waitFor(t, 5*time.Second, "B's poll sequence to end", func() bool {
+				st, _ := lp.b.Stats(lp.keyB)
+				return !st.Polling
+			})
 			st, _ := lp.b.Stats(lp.keyB)
 			if st.DetectionTime != 150*time.Millisecond || st.RemoteDiscriminator == 0 || st.SocketError != "" {
 				t.Fatalf("B stats %+v", st)
@@ -123,12 +129,21 @@ func TestServerLoopbackUpAndAbruptLoss(t *testing.T) {
 			lost := time.Now()
 			waitFor(t, 2*time.Second, "B Down", func() bool { return stateOf(lp.b, lp.keyB) == StateDown })
 			t.Logf("detected in %v (detection time 150ms)", time.Since(lost))
-			ev := lastEvent(lp.evB)
+			ev := waitForEvent(t, lp.evB, StateDown)
 			if ev.New != StateDown || ev.Diag != DiagControlDetectExpired || ev.PeerAdminDown {
 				t.Fatalf("B event %+v, want Down by detection expiry", ev)
 			}
 		})
 	}
+}
+
+// waitForEvent waits (bounded) until the last event l received is a
+// transition to state, and returns it: the handler runs after the session's
+// state changed, so Stats can show the state before the event arrives.
+func waitForEvent(t *testing.T, l *eventLog, state State) Event {
+	t.Helper()
+	waitFor(t, 2*time.Second, "the event to "+state.String(), func() bool { return lastEvent(l).New == state })
+	return lastEvent(l)
 }
 
 func lastEvent(l *eventLog) Event {
@@ -149,17 +164,19 @@ func TestServerShutdownSignalsAdminDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, time.Second, "B Down", func() bool { return stateOf(lp.b, lp.keyB) == StateDown })
-	ev := lastEvent(lp.evB)
+	ev := waitForEvent(t, lp.evB, StateDown)
 	if ev.Old != StateUp || ev.New != StateDown || ev.Diag != DiagNeighborSignaledDown || !ev.PeerAdminDown {
 		t.Fatalf("B event %+v, want Down with PeerAdminDown", ev)
 	}
 	if ev := lastEvent(lp.evA); ev.New != StateAdminDown || ev.Diag != DiagAdministrativelyDown {
 		t.Fatalf("A event %+v", ev)
 	}
+	// Shutdown waits for Run's end; the test's goroutine reports it just
+	// after, so give it a bounded moment rather than none.
 	select {
 	case <-lp.doneA:
-	default:
-		t.Fatal("Run still running after Shutdown")
+	case <-time.After(2 * time.Second):
+		t.Fatal("Run still running 2s after Shutdown returned")
 	}
 }
 
