@@ -1,9 +1,13 @@
 package route
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
+	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sllbrd/sllbrd/internal/harness/netns"
 	"github.com/sllbrd/sllbrd/internal/harness/require"
@@ -60,7 +64,15 @@ func TestIntegrationGatewayChangesLeaveNoWindow(t *testing.T) {
 	for q := range wants {
 		queries = append(queries, q)
 	}
+	var mu sync.Mutex
+	drops := map[bool][]string{} // by IPv6: lookups answered by a drop
 	stop := rtlookup.Watch(ns, queries, func(q rtlookup.Query, a rtlookup.Answer, err error) string {
+		if errors.Is(err, unix.ENETUNREACH) || errors.Is(err, unix.EINVAL) { // unreachable, blackhole
+			mu.Lock()
+			drops[q.Dst.Is6()] = append(drops[q.Dst.Is6()], fmt.Sprintf("%s: %v", q, err))
+			mu.Unlock()
+			return ""
+		}
 		return rtlookup.Via(a, err, wants[q].table, wants[q].gateways...)
 	})
 	const changes = 100
@@ -70,9 +82,19 @@ func TestIntegrationGatewayChangesLeaveNoWindow(t *testing.T) {
 		}
 	}
 	res := stop()
-	t.Logf("%d gateway changes, %d route lookups meanwhile, %d without a route through a gateway", changes, res.Lookups, res.Bad)
+	t.Logf("%d gateway changes, %d route lookups meanwhile: %d routed wrongly, %d dropped (IPv4 %d, IPv6 %d)",
+		changes, res.Lookups, res.Bad, len(drops[false])+len(drops[true]), len(drops[false]), len(drops[true]))
 	if res.Err != nil || res.Bad != 0 || res.Lookups < changes {
-		t.Errorf("%d of %d lookups found no route through a gateway (first: %s; error %v)", res.Bad, res.Lookups, res.FirstBad, res.Err)
+		t.Errorf("%d of %d lookups were routed by another table or gateway (first: %s; error %v)", res.Bad, res.Lookups, res.FirstBad, res.Err)
+	}
+	// Drops: none in IPv4. IPv6 lookups racing a route replacement are
+	// answered "unreachable" now and then by the kernel itself (about 1 in
+	// 100 lookups during back-to-back `ip -6 route replace` in a batch, with
+	// no sllbrd involved; docs/dataplane.md): at most maxIPv6Drops per run.
+	// Deleting the route before adding its new version dropped 2-32 per run.
+	const maxIPv6Drops = 1
+	if len(drops[false]) != 0 || len(drops[true]) > maxIPv6Drops {
+		t.Errorf("lookups answered by a drop: IPv4 %q (want none), IPv6 %q (want at most %d)", drops[false], drops[true], maxIPv6Drops)
 	}
 	for _, fam := range []Family{IPv4, IPv6} { // the last step's hops are in place
 		af := fmt.Sprintf("-%d route show table %d", fam, pathTable)
