@@ -1,14 +1,11 @@
 package route
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/sllbrd/sllbrd/internal/harness/netns"
 	"github.com/sllbrd/sllbrd/internal/harness/require"
@@ -70,7 +67,7 @@ func TestIntegrationGatewayChangesLeaveNoWindow(t *testing.T) {
 	drops := map[bool][]string{} // by IPv6: lookups answered by a drop
 	stop := rtlookup.Watch(ns, queries, func(q rtlookup.Query, a rtlookup.Answer, err error) string {
 		lookups.Add(1)
-		if errors.Is(err, unix.ENETUNREACH) || errors.Is(err, unix.EINVAL) { // unreachable, blackhole
+		if rtlookup.Dropped(err) {
 			mu.Lock()
 			drops[q.Dst.Is6()] = append(drops[q.Dst.Is6()], fmt.Sprintf("%s: %v", q, err))
 			mu.Unlock()

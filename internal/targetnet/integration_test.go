@@ -2,7 +2,6 @@ package targetnet
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/netip"
 	"os/exec"
@@ -15,7 +14,6 @@ import (
 	"github.com/sllbrd/sllbrd/internal/harness/netns"
 	"github.com/sllbrd/sllbrd/internal/harness/require"
 	"github.com/sllbrd/sllbrd/internal/harness/rtlookup"
-	"golang.org/x/sys/unix"
 )
 
 // counting wraps a Kernel and counts the changes made through it.
@@ -219,7 +217,7 @@ func checkNoWindow(t *testing.T, ns string, k *counting, d Desired) {
 		{Src: netip.MustParseAddr("2001:db8::1"), Dst: netip.MustParseAddr("fd00:100::2")},
 	}, func(q rtlookup.Query, a rtlookup.Answer, err error) string {
 		lookups.Add(1)
-		if errors.Is(err, unix.ENETUNREACH) || errors.Is(err, unix.EINVAL) { // unreachable, blackhole
+		if rtlookup.Dropped(err) {
 			mu.Lock()
 			drops[q.Dst.Is6()] = append(drops[q.Dst.Is6()], fmt.Sprintf("%s: %v", q, err))
 			mu.Unlock()
