@@ -35,9 +35,9 @@ type routing interface {
 	Announce(ctx context.Context, vips []netip.Addr) error
 }
 
-// applier is the reconcile loop's only action: it programs the dataplane,
-// configures the GatewayRouters (BGP peers, BFD sessions) and announces
-// the VIPs that are served. Each part is attempted on every pass, and any
+// applier is the reconcile loop's only action: it configures the
+// GatewayRouters (BGP peers, BFD sessions), programs the dataplane and
+// announces the VIPs that are served. Each part is attempted on every pass, and any
 // failure fails the pass, so the loop retries it with backoff and readiness
 // reports it. Its fields other than routing are set once; it runs on the
 // loop's goroutine only.
@@ -50,13 +50,26 @@ type applier struct {
 	// rerunBy asks the loop for another pass by a time: removed endpoints'
 	// routes are due for deletion then (nil: never asked).
 	rerunBy func(time.Time)
+	// gateways returns the return path's next hops as the routing apply
+	// left them (the loop's, updated through SetGateways; nil: the pass's).
+	gateways func() []route.Nexthop
 
 	announced []netip.Addr // VIPs last announced
 	loggedGen uint64       // generation whose problems were logged
 }
 
+// apply configures the GatewayRouters first: the next hops that makes
+// (static gateways are known at once) are programmed as the return path in
+// the same pass, so that a new configuration (sllbrd starting) never has its
+// VIPs programmed while their return table holds only the blackhole: the
+// replies would be dropped, and with rp_filter the traffic to the VIPs too.
 func (a *applier) apply(ctx context.Context, want reconcile.Desired) error {
-	res, dpErr := a.dataplane.Apply(want.State, want.Gateways)
+	rtErr := a.routing.Apply(ctx, want.State.Routers)
+	gateways := want.Gateways
+	if a.gateways != nil {
+		gateways = a.gateways()
+	}
+	res, dpErr := a.dataplane.Apply(want.State, gateways)
 	if !res.RetireAt.IsZero() && a.rerunBy != nil {
 		a.rerunBy(res.RetireAt)
 	}
@@ -68,7 +81,6 @@ func (a *applier) apply(ctx context.Context, want reconcile.Desired) error {
 			a.log.Warn("configuration problem", "generation", res.Generation, "problem", p)
 		}
 	}
-	rtErr := a.routing.Apply(ctx, want.State.Routers)
 	annErr := a.announce(ctx, res.ServedVIPs, dpErr != nil, want.GatewayGone)
 	errs := []error{
 		a.observe(componentDataplane, res.Generation, dpErr),

@@ -252,3 +252,53 @@ func TestApplyAsksForARunWhenRoutesRetire(t *testing.T) {
 		t.Fatalf("asked for a run with nothing retiring: %v", asked)
 	}
 }
+
+// staticGatewayRouting makes each router a return-path next hop at once,
+// as the uplink does for a static GatewayRouter without BFD.
+type staticGatewayRouting struct {
+	noRouting
+	setGateways func([]route.Nexthop)
+}
+
+func (s staticGatewayRouting) Apply(_ context.Context, routers []model.Router) error {
+	var hops []route.Nexthop
+	for _, r := range routers {
+		hops = append(hops, route.Nexthop{Addr: r.Address, Interface: r.Interface})
+	}
+	s.setGateways(hops)
+	return nil
+}
+
+// gatewayRecorder records the return-path next hops of every apply.
+type gatewayRecorder struct {
+	mu     sync.Mutex
+	passes [][]route.Nexthop
+}
+
+func (g *gatewayRecorder) Apply(st *model.State, gws []route.Nexthop) (dataplane.Applied, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.passes = append(g.passes, slices.Clone(gws))
+	return dataplane.Applied{Generation: st.Generation}, nil
+}
+
+// TestFirstApplyProgramsStaticGateways: the static gateways a configuration
+// names are the return path of the very apply that programs it, not of a
+// later pass (until which the VIPs' replies, and with rp_filter the
+// traffic to them, would be dropped).
+func TestFirstApplyProgramsStaticGateways(t *testing.T) {
+	rec := &gatewayRecorder{}
+	a := &applier{log: slog.New(slog.NewTextHandler(io.Discard, nil)), dataplane: rec,
+		metrics: metrics.NewConfig(), problems: func(int) {}}
+	loop := reconcile.New(a.apply)
+	a.routing = staticGatewayRouting{setGateways: loop.SetGateways}
+	a.gateways = loop.Gateways
+	st := stateWithVIP(1, "20.0.0.1")
+	if err := a.apply(context.Background(), reconcile.Desired{State: st}); err != nil {
+		t.Fatal(err)
+	}
+	want := []route.Nexthop{{Addr: st.Routers[0].Address, Interface: st.Routers[0].Interface}}
+	if len(rec.passes) != 1 || !slices.Equal(rec.passes[0], want) {
+		t.Errorf("return path programmed by the first apply: %v, want %v", rec.passes, want)
+	}
+}

@@ -113,7 +113,7 @@ func (c *cluster) auditTargets(targets []int) {
 			}
 			for _, line := range strings.Split(strings.TrimSpace(exec1(c.t, c.lab, node, "ip", fam, "rule")), "\n") {
 				prio, _, _ := strings.Cut(line, ":")
-				if !slices.Contains([]string{"0", "32766", "32767", strconv.Itoa(targetnet.RulePriority)}, prio) {
+				if !slices.Contains([]string{"0", "32766", "32767", strconv.Itoa(targetnet.RulePriority), strconv.Itoa(targetnet.DropRulePriority)}, prio) {
 					c.t.Errorf("%s has a rule not sllbrd's: %s", node, line)
 				}
 			}

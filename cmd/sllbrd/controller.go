@@ -46,14 +46,8 @@ func parseControllerFlags(args []string) (*controllerConfig, error) {
 	fs.DurationVar(&c.election.RetryPeriod, "leader-election-retry-period", controller.DefaultRetryPeriod,
 		"how often replicas try to acquire or renew the Lease")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args, level, &c.logLevel); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
-	}
-	if err := c.logLevel.UnmarshalText([]byte(*level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
 	}
 	var errs []error
 	if c.metricsAddress == "" {

@@ -65,14 +65,8 @@ func parseFlags(args []string) (*config, error) {
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 	c.admin.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args, level, &c.logLevel); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
-	}
-	if err := c.logLevel.UnmarshalText([]byte(*level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
 	}
 	if c.showVersion {
 		return c, nil
@@ -122,4 +116,19 @@ func (c *config) validate() error {
 	}
 	errs = append(errs, c.admin.validate())
 	return errors.Join(errs...)
+}
+
+// parseArgs parses args into fs (every role's flags), refuses positional
+// arguments and sets level from the --log-level text.
+func parseArgs(fs *flag.FlagSet, args []string, levelText *string, level *slog.Level) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if err := level.UnmarshalText([]byte(*levelText)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	return nil
 }

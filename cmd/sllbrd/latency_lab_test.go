@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -134,19 +137,38 @@ func (lat applyLatencies) check(t *testing.T, what string, inst *e2e.Instance) {
 type burstResult struct {
 	writes        int
 	took, window  time.Duration // writing; first write to the last apply seen
+	spaced        int           // applies the loop's spacing rule makes for the writes' completion times (spacedApplies)
 	changeApplies float64       // applies of a change (histogram count)
 	applies       float64       // every successful apply (incl. deferred route retirement)
 	generations   float64
+	applied       []string // when sllbrd logged each apply, from the first write, with the generation
+}
+
+// writeTimes records when each write of a burst completed; writers call
+// wrote after each write returns.
+type writeTimes struct {
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (w *writeTimes) wrote() {
+	w.mu.Lock()
+	w.at = append(w.at, time.Now())
+	w.mu.Unlock()
 }
 
 // burst makes burstWrites writes spread over burstSpan (write(i) each
 // changing the state), then final(), waits until sllbrd has applied
-// everything and stays quiet, and returns what it cost.
-func burst(t *testing.T, inst *e2e.Instance, write func(i int), final func()) burstResult {
+// everything and stays quiet, and returns what it cost. The writes record
+// their completion in times.
+func burst(t *testing.T, inst *e2e.Instance, times *writeTimes, write func(i int), final func()) burstResult {
 	t.Helper()
 	applies0 := metric(t, inst, `sllbrd_config_apply_total{result="success"}`)
 	count0, _ := histogramTotals(t, inst)
 	gen0 := metric(t, inst, "sllbrd_config_last_applied_generation")
+	times.mu.Lock()
+	times.at = nil // the burst's writes only
+	times.mu.Unlock()
 	start := time.Now()
 	for i := range burstWrites {
 		if wait := time.Until(start.Add(time.Duration(i) * burstSpan / burstWrites)); wait > 0 {
@@ -158,15 +180,75 @@ func burst(t *testing.T, inst *e2e.Instance, write func(i int), final func()) bu
 	took := time.Since(start)
 	lastApply := waitQuiet(t, inst, 20*time.Second)
 	r := burstResult{writes: burstWrites + 1, took: took, window: lastApply.Sub(start)}
+	times.mu.Lock()
+	r.spaced = spacedApplies(times.at)
+	times.mu.Unlock()
 	count1, _ := histogramTotals(t, inst)
 	r.changeApplies = count1 - count0
 	r.applies = metric(t, inst, `sllbrd_config_apply_total{result="success"}`) - applies0
 	r.generations = metric(t, inst, "sllbrd_config_last_applied_generation") - gen0
+	r.applied = loggedApplies(inst, start)
 	return r
 }
 
-// waitQuiet waits until inst is ready and has applied no change for half a
-// second, and returns when the last change was seen applied.
+// spacedApplies is how many applies the reconcile loop's spacing rule
+// (internal/reconcile/spacing.go) makes for changes arriving at these times,
+// applies taking no time: an apply waits until the interval has passed since
+// the previous one began, or runs at once after a quiet period that long
+// (the interval back at minApplyInterval); an apply taking up several
+// changes doubles the interval up to maxApplyInterval, one taking up a
+// single change halves it. Taken from the writes' completion times, it is
+// what the burst costs if every write reaches the loop as it completes.
+func spacedApplies(changes []time.Time) int {
+	changes = slices.SortedFunc(slices.Values(changes), time.Time.Compare)
+	n, cur, lastBegin := 0, minApplyInterval, time.Time{}
+	for i := 0; i < len(changes); n++ {
+		begin := changes[i]
+		if n > 0 && begin.Sub(lastBegin) < cur {
+			begin = lastBegin.Add(cur)
+		} else {
+			cur = minApplyInterval
+		}
+		taken := 0
+		for ; i < len(changes) && !changes[i].After(begin); i++ {
+			taken++
+		}
+		if taken > 1 {
+			cur = min(2*cur, maxApplyInterval)
+		} else {
+			cur = max(cur/2, minApplyInterval)
+		}
+		lastBegin = begin
+	}
+	return n
+}
+
+// loggedApplies returns the applies sllbrd logged since start, as offsets
+// from start with the generation applied, for the failure report.
+func loggedApplies(inst *e2e.Instance, start time.Time) []string {
+	b, err := os.ReadFile(inst.Proc.LogPath)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for line := range strings.Lines(string(b)) {
+		var entry struct {
+			Time       time.Time `json:"time"`
+			Msg        string    `json:"msg"`
+			Generation uint64    `json:"generation"`
+		}
+		if json.Unmarshal([]byte(line), &entry) != nil || entry.Msg != "dataplane programmed" || entry.Time.Before(start) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%v:g%d", entry.Time.Sub(start).Round(time.Millisecond), entry.Generation))
+	}
+	return out
+}
+
+// waitQuiet waits until inst is ready and has applied no change for longer
+// than the loop's widest interval (a change still pending at the end of a
+// burst waits up to maxApplyInterval), and returns when the last change was
+// seen applied.
 func waitQuiet(t *testing.T, inst *e2e.Instance, timeout time.Duration) time.Time {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -177,7 +259,7 @@ func waitQuiet(t *testing.T, inst *e2e.Instance, timeout time.Duration) time.Tim
 			last, lastAt = count, time.Now()
 		}
 		status, _, err := inst.Get("/readyz")
-		if err == nil && status == 200 && time.Since(lastAt) > 500*time.Millisecond {
+		if err == nil && status == 200 && time.Since(lastAt) > maxApplyInterval+500*time.Millisecond {
 			return lastAt
 		}
 		if time.Now().After(deadline) {
@@ -187,30 +269,29 @@ func waitQuiet(t *testing.T, inst *e2e.Instance, timeout time.Duration) time.Tim
 	}
 }
 
-// burstBound is how many applies the reconcile loop's widening interval
-// allows within window: the leading apply, one per interval as it doubles
-// from minApplyInterval to maxApplyInterval, then one per
-// maxApplyInterval, plus the apply that ends the window.
-func burstBound(window time.Duration) float64 {
-	n, at := 1, time.Duration(0)
-	for iv := minApplyInterval; at+iv <= window; iv = min(2*iv, maxApplyInterval) {
-		at += iv
-		n++
-	}
-	return float64(n + 1)
-}
+// burstSlack allows for the loop seeing fewer changes than writes, at other
+// times: the sources coalesce events into one translation, and writes that
+// undo each other within one (readiness flipped twice) are no change at all,
+// so an apply may take up a single change and narrow the interval where
+// the writes' times predict it widening; an event delayed past the
+// interval's end costs an apply too. Measured on the shared 2-core machine:
+// 0 to 2 more than the writes' times predict.
+const burstSlack = 3
 
 // check logs the burst's cost and fails if it applied more changes than the
-// loop's widening interval allows over the burst's window.
+// loop's spacing rule makes for the writes' completion times (spacedApplies)
+// plus burstSlack.
 func (r burstResult) check(t *testing.T, what string) {
 	t.Helper()
-	bound := burstBound(r.window)
+	bound := float64(r.spaced + burstSlack)
 	t.Logf("%s: %d writes in %v: %v applies of a change (%v generations; %v applies in all, with deferred route "+
-		"retirements) until quiet %v after the first write; bound %v", what, r.writes, r.took.Round(time.Millisecond),
-		r.changeApplies, r.generations, r.applies, r.window.Round(time.Millisecond), bound)
+		"retirements) until quiet %v after the first write; the spacing rule makes %d for the writes' times, bound %v",
+		what, r.writes, r.took.Round(time.Millisecond), r.changeApplies, r.generations, r.applies,
+		r.window.Round(time.Millisecond), r.spaced, bound)
 	if r.changeApplies > bound {
-		t.Errorf("%s: %v applies of a change within %v, want at most %v (interval doubling from %v to %v)", what,
-			r.changeApplies, r.window, bound, minApplyInterval, maxApplyInterval)
+		t.Errorf("%s: %v applies of a change within %v, want at most %v (interval doubling from %v to %v while "+
+			"changes keep coming); applies logged: %v", what, r.changeApplies, r.window, bound,
+			minApplyInterval, maxApplyInterval, r.applied)
 	}
 }
 
@@ -224,20 +305,22 @@ func t2Ready(ready bool) e2e.Config {
 // edit (atomic rename, as e2e.Write does) reaches the dataplane in a
 // median under 50 ms, by the apply-latency histogram and as seen from
 // outside; a burst of 1,000 edits in a second costs no more applies than
-// the widening interval allows (burstBound), and the last edit wins.
+// the loop's spacing rule makes for the edits' times, and the last edit wins.
 func TestIntegrationFileEditLatency(t *testing.T) {
 	l := labSetup(t, 1)
 	dir, insts := startSllbrd(t, l, allTargets, webRoute, 1)
 	inst := insts[0]
 	o := lab.FlowOptions{VIP: vip4, Port: 5002, Count: 100}
 	base := flows(t, l, o)
+	var times writeTimes
 	write := func(ready bool) {
 		if err := e2e.Write(dir, t2Ready(ready)); err != nil {
 			t.Fatal(err)
 		}
+		times.wrote()
 	}
 	measureSingleWrites(t, inst, singleWrites, func(i int) { write(i%2 == 1) }).check(t, "file source", inst)
-	burst(t, inst, func(i int) { write(i%2 == 1) }, func() { write(true) }).check(t, "file source burst")
+	burst(t, inst, &times, func(i int) { write(i%2 == 1) }, func() { write(true) }).check(t, "file source burst")
 	if after := flows(t, l, o); !maps.Equal(base, after) {
 		t.Errorf("after the burst ending with t2 ready, %d of %d flows reach another target", differing(base, after), len(base))
 	}
@@ -288,22 +371,26 @@ func (k *kubeLab) checkWriteLatency(t *testing.T) {
 }
 
 // checkWriteBurst: 1,000 API writes spread over a second (as many as the
-// server takes; 16 writers) cost no more applies than burstBound allows. t2 ends not
+// server takes; 16 writers) cost no more applies than the loop's spacing rule
+// makes for the writes' times (burstResult.check). t2 ends not
 // ready in the IPv4 slice, as it started.
 func (k *kubeLab) checkWriteBurst(t *testing.T) {
 	patch := k.patchT2v4(t)
 	tickets := make(chan bool)
+	var times writeTimes
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Go(func() {
 			for ready := range tickets {
 				patch(ready)
+				times.wrote()
 			}
 		})
 	}
-	burst(t, k.inst, func(i int) { tickets <- i%2 == 0 }, func() {
+	burst(t, k.inst, &times, func(i int) { tickets <- i%2 == 0 }, func() {
 		close(tickets)
 		wg.Wait()
 		patch(false)
+		times.wrote()
 	}).check(t, "API source burst")
 }

@@ -63,6 +63,7 @@ func newDaemon(cfg *config, log *slog.Logger) (*daemon, error) {
 	d.applier = &applier{log: log, metrics: d.applies}
 	d.loop = reconcile.New(d.applier.apply)
 	d.applier.rerunBy = d.loop.RunBy
+	d.applier.gateways = d.loop.Gateways
 	var err error
 	if d.source, err = newConfigSource(cfg, log, d.loop, d.applies); err != nil {
 		return nil, err

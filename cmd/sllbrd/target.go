@@ -41,14 +41,8 @@ func parseTargetFlags(args []string) (*targetConfig, error) {
 	fs.BoolVar(&c.requireConfig, "require-config", true,
 		"not ready until the pod has a network configuration from the controller (so that no traffic reaches it before its VIPs are in place)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
-	if err := fs.Parse(args); err != nil {
+	if err := parseArgs(fs, args, level, &c.logLevel); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
-	}
-	if err := c.logLevel.UnmarshalText([]byte(*level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
 	}
 	var errs []error
 	if c.pod == "" {

@@ -95,8 +95,10 @@ func (rc *Reconciler) addReturnPath(d *desiredState, links map[string]uint32, ta
 		v = v.Unmap().WithZone("")
 		fam := familyOf(v)
 		families[fam] = true
-		d.rules = append(d.rules, Rule{Family: fam, Priority: rc.ranges.Priorities.Min + fromVIPRuleOffset,
-			Src: netip.PrefixFrom(v, v.BitLen()), Table: p.Table})
+		src := netip.PrefixFrom(v, v.BitLen())
+		d.rules = append(d.rules,
+			Rule{Family: fam, Priority: rc.ranges.Priorities.Min + fromVIPRuleOffset, Src: src, Table: p.Table},
+			Rule{Family: fam, Priority: rc.ranges.Priorities.Min + fromVIPDropOffset, Src: src, Blackhole: true})
 	}
 	for _, fam := range []Family{IPv4, IPv6} {
 		if !families[fam] {

@@ -177,6 +177,8 @@ func TestIntegrationReconcile(t *testing.T) {
 		"priority=10000 src=all fwmark=0x10002 table=65538",
 		"priority=10002 src=20.0.0.1 table=65792",
 		"priority=10002 src=2000::1 table=65792",
+		"priority=10003 src=20.0.0.1 action=blackhole",
+		"priority=10003 src=2000::1 action=blackhole",
 	))
 	expectLines(t, "table 65537", routesIn(t, ns, 0x10001), []string{"dst=default gateway=10.1.0.2 dev=l0 metric=100",
 		"type=blackhole dst=default metric=1000000"})

@@ -99,7 +99,8 @@ func (rc *Reconciler) Prune(endpoints []EndpointRoute, paths []ReturnPath) error
 // Cleanup deletes every rule and route of ours: rules, then routes, then
 // the catch-all last, so a marked packet is dropped until the very end.
 func (rc *Reconciler) Cleanup() error {
-	if err := rc.remove(func(r Rule) bool { return r.Blackhole }, func(Route) bool { return false }); err != nil {
+	catchAll := func(r Rule) bool { return r.Blackhole && r.Priority == rc.ranges.Priorities.Min+catchAllRuleOffset }
+	if err := rc.remove(catchAll, func(Route) bool { return false }); err != nil {
 		return err
 	}
 	return rc.remove(func(Rule) bool { return false }, func(Route) bool { return false })

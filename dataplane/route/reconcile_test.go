@@ -49,8 +49,8 @@ func TestReconcileDesiredState(t *testing.T) {
 			name: "return path ECMP v4, single v6",
 			paths: []ReturnPath{{VIPs: addrs("20.0.0.1", "2000::1"), Table: 0x10500,
 				Gateways: []Nexthop{gw("10.9.0.2", "eth2"), gw("10.9.0.1", "eth2"), gw("fd09::1", "eth2"), gw("10.9.0.1", "eth2")}}},
-			wantRules: withCatchAll("rule v4 pref 10002 from 20.0.0.1/32 lookup 66816",
-				"rule v6 pref 10002 from 2000::1/128 lookup 66816"),
+			wantRules: withCatchAll("rule v4 pref 10002 from 20.0.0.1/32 lookup 66816", "rule v4 pref 10003 from 20.0.0.1/32 blackhole",
+				"rule v6 pref 10002 from 2000::1/128 lookup 66816", "rule v6 pref 10003 from 2000::1/128 blackhole"),
 			wantRoutes: sorted("route v4 table 66816 default metric 100 via 10.9.0.1 ifindex 4 via 10.9.0.2 ifindex 4",
 				"route v4 table 66816 default metric 1000000 blackhole",
 				"route v6 table 66816 default metric 100 via fd09::1 ifindex 4",
@@ -59,7 +59,7 @@ func TestReconcileDesiredState(t *testing.T) {
 		{
 			name:       "return path without gateways is a blackhole",
 			paths:      []ReturnPath{{VIPs: addrs("20.0.0.1"), Table: 0x10500}},
-			wantRules:  withCatchAll("rule v4 pref 10002 from 20.0.0.1/32 lookup 66816"),
+			wantRules:  withCatchAll("rule v4 pref 10002 from 20.0.0.1/32 lookup 66816", "rule v4 pref 10003 from 20.0.0.1/32 blackhole"),
 			wantRoutes: []string{"route v4 table 66816 default metric 1000000 blackhole"},
 		},
 		{
@@ -314,7 +314,7 @@ func TestNewValidatesRanges(t *testing.T) {
 		{Marks: MarkBlock{0x100, 0xffff0f00}, Tables: Range{1000, 2000}, Priorities: Range{100, 200}}, // not a prefix mask
 		{Marks: MarkBlock{0x100, 0}, Tables: Range{1000, 2000}, Priorities: Range{100, 200}},          // no mask
 		{Marks: block, Tables: Range{200, 300}, Priorities: Range{100, 200}},                          // main table
-		{Marks: block, Tables: Range{1000, 2000}, Priorities: Range{100, 101}},                        // no room for three priorities
+		{Marks: block, Tables: Range{1000, 2000}, Priorities: Range{100, 102}},                        // no room for four priorities
 		{Marks: block, Tables: Range{1000, 2000}, Priorities: Range{100, 40000}},                      // past main's rule
 	} {
 		if _, err := New(newFakeKernel(), WithRanges(r)); !errors.Is(err, ErrInvalid) {
@@ -322,7 +322,7 @@ func TestNewValidatesRanges(t *testing.T) {
 		}
 	}
 	if _, err := New(newFakeKernel(), WithRanges(Ranges{Marks: block, Tables: Range{1000, 2000},
-		Priorities: Range{100, 102}})); err != nil {
+		Priorities: Range{100, 103}})); err != nil {
 		t.Errorf("valid ranges rejected: %v", err)
 	}
 	if !block.Contains(0x100) || !block.Contains(0x1ff) || block.Contains(0x200) || block.Contains(0xff) || block.Last() != 0x1ff {

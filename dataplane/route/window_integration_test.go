@@ -3,6 +3,8 @@ package route
 import (
 	"fmt"
 	"net/netip"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/sllbrd/sllbrd/internal/harness/netns"
@@ -60,19 +62,42 @@ func TestIntegrationGatewayChangesLeaveNoWindow(t *testing.T) {
 	for q := range wants {
 		queries = append(queries, q)
 	}
+	var mu sync.Mutex
+	var lookups atomic.Int64
+	drops := map[bool][]string{} // by IPv6: lookups answered by a drop
 	stop := rtlookup.Watch(ns, queries, func(q rtlookup.Query, a rtlookup.Answer, err error) string {
+		lookups.Add(1)
+		if rtlookup.Dropped(err) {
+			mu.Lock()
+			drops[q.Dst.Is6()] = append(drops[q.Dst.Is6()], fmt.Sprintf("%s: %v", q, err))
+			mu.Unlock()
+			return ""
+		}
 		return rtlookup.Via(a, err, wants[q].table, wants[q].gateways...)
 	})
-	const changes = 100
-	for i := 1; i <= changes; i++ {
-		if err := change(i); err != nil {
-			t.Errorf("change %d: %v", i, err)
+	// At least 100 changes, and until at least 100 lookups were made
+	// (bounded), however slowly the machine runs the watcher.
+	changes := 0
+	for changes < 100 || (lookups.Load() < 100 && changes < 10000) {
+		changes++
+		if err := change(changes); err != nil {
+			t.Errorf("change %d: %v", changes, err)
 		}
 	}
 	res := stop()
-	t.Logf("%d gateway changes, %d route lookups meanwhile, %d without a route through a gateway", changes, res.Lookups, res.Bad)
-	if res.Err != nil || res.Bad != 0 || res.Lookups < changes {
-		t.Errorf("%d of %d lookups found no route through a gateway (first: %s; error %v)", res.Bad, res.Lookups, res.FirstBad, res.Err)
+	t.Logf("%d gateway changes, %d route lookups meanwhile: %d routed wrongly, %d dropped (IPv4 %d, IPv6 %d)",
+		changes, res.Lookups, res.Bad, len(drops[false])+len(drops[true]), len(drops[false]), len(drops[true]))
+	if res.Err != nil || res.Bad != 0 || res.Lookups < 100 {
+		t.Errorf("%d of %d lookups were routed by another table or gateway (first: %s; error %v)", res.Bad, res.Lookups, res.FirstBad, res.Err)
+	}
+	// Drops: none in IPv4. IPv6 lookups racing a route replacement are
+	// answered "unreachable" now and then by the kernel itself (about 1 in
+	// 100 lookups during back-to-back `ip -6 route replace` in a batch, with
+	// no sllbrd involved; docs/dataplane.md): at most maxIPv6Drops per run.
+	// Deleting the route before adding its new version dropped 2-23 per run.
+	const maxIPv6Drops = 1
+	if len(drops[false]) != 0 || len(drops[true]) > maxIPv6Drops {
+		t.Errorf("lookups answered by a drop: IPv4 %q (want none), IPv6 %q (want at most %d)", drops[false], drops[true], maxIPv6Drops)
 	}
 	for _, fam := range []Family{IPv4, IPv6} { // the last step's hops are in place
 		af := fmt.Sprintf("-%d route show table %d", fam, pathTable)

@@ -123,6 +123,16 @@ func (l *Loop) SetGateways(gws []route.Nexthop) {
 	})
 }
 
+// Gateways returns the return path's next hops as last set, also when they
+// were set during the apply in progress: an apply that configured the
+// GatewayRouters (whose static gateways are known at once) programs them in
+// the same pass. The pass SetGateways asked for then finds nothing to do.
+func (l *Loop) Gateways() []route.Nexthop {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.desired.Gateways)
+}
+
 // SetGatewayGone records whether the configured Gateway is gone; a change
 // is applied like any other.
 func (l *Loop) SetGatewayGone(gone bool) {

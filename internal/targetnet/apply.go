@@ -70,6 +70,7 @@ func (a *Applier) plan(d Desired, obs observed) plan {
 			p.planRoutes(g, f, obs, keepRoutes)
 			for _, v := range vips {
 				wantRules[ourRule(v, g.Table)] = true
+				wantRules[dropRule(v)] = true
 				p.checkShadowingRules(obs, v, g.Name)
 				if fa, taken := obs.foreignAddress(v.Addr()); taken {
 					p.conflicts = append(p.conflicts, fmt.Sprintf("VIP %s of gateway %s: %s on %s is not sllbrd's (no IFA_PROTO %d); left as is",
@@ -81,8 +82,8 @@ func (a *Applier) plan(d Desired, obs observed) plan {
 		}
 	}
 	for _, r := range obs.rules {
-		if r.Priority == RulePriority && !ownsRule(r) {
-			p.conflicts = append(p.conflicts, fmt.Sprintf("%s is at sllbrd's priority %d and not sllbrd's; left as is", r, RulePriority))
+		if (r.Priority == RulePriority || r.Priority == DropRulePriority) && !ownsRule(r) {
+			p.conflicts = append(p.conflicts, fmt.Sprintf("%s is at sllbrd's priority %d and not sllbrd's; left as is", r, r.Priority))
 		}
 	}
 	for r := range wantRules {

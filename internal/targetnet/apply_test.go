@@ -51,7 +51,7 @@ func (f *fakeKernel) ours() []string {
 		}
 	}
 	for _, r := range f.rules {
-		if r.Priority == RulePriority {
+		if r.Priority == RulePriority || r.Priority == DropRulePriority {
 			out = append(out, r.String())
 		}
 	}
@@ -72,7 +72,9 @@ var stateA = []string{
 	"route ipv6 table 50000 default metric 100 via fd00:111::1 ifindex 2",
 	"route ipv6 table 50000 default metric 1000000 blackhole",
 	"rule ipv4 pref 10200 from 20.0.0.1/32 lookup 50000 proto 83",
+	"rule ipv4 pref 10201 from 20.0.0.1/32 blackhole proto 83",
 	"rule ipv6 pref 10200 from 2001:db8::1/128 lookup 50000 proto 83",
+	"rule ipv6 pref 10201 from 2001:db8::1/128 blackhole proto 83",
 }
 
 func TestApplyFromNothing(t *testing.T) {
@@ -86,18 +88,18 @@ func TestApplyFromNothing(t *testing.T) {
 	kinds := ""
 	for _, op := range k.ops {
 		switch {
+		case strings.Contains(op, " rule "):
+			kinds += "r"
 		case strings.Contains(op, "blackhole"):
 			kinds += "B"
 		case strings.HasPrefix(op, "replace"):
 			kinds += "R"
-		case strings.Contains(op, " rule "):
-			kinds += "r"
 		case strings.Contains(op, " address "):
 			kinds += "a"
 		}
 	}
-	if kinds != "BBRRrraa" {
-		t.Errorf("operations %q (B blackhole, R route, r rule, a address), want BBRRrraa:\n%s", kinds, strings.Join(k.ops, "\n"))
+	if kinds != "BBRRrrrraa" {
+		t.Errorf("operations %q (B blackhole, R route, r rule, a address), want BBRRrrrraa:\n%s", kinds, strings.Join(k.ops, "\n"))
 	}
 	want := GatewayResult{Name: "sllb-a", Table: 50000, VIPs: gatewayA().VIPs,
 		NextHops: addrs("169.111.100.1", "169.111.100.2", "fd00:111::1"), Interfaces: map[Family]string{IPv4: "net1", IPv6: "net1"}}
@@ -188,7 +190,8 @@ func TestRemovingAVIPRemovesItsAddressThenItsRule(t *testing.T) {
 	apply(t, a, Desired{Gateways: []Gateway{g}})
 	k.ops = nil
 	apply(t, a, Desired{Gateways: []Gateway{gatewayA()}})
-	want := []string{"del address 20.0.0.2/32 ifindex 1 proto 83", "del rule ipv4 pref 10200 from 20.0.0.2/32 lookup 50000 proto 83"}
+	want := []string{"del address 20.0.0.2/32 ifindex 1 proto 83", "del rule ipv4 pref 10200 from 20.0.0.2/32 lookup 50000 proto 83",
+		"del rule ipv4 pref 10201 from 20.0.0.2/32 blackhole proto 83"}
 	if !slices.Equal(k.ops, want) {
 		t.Errorf("operations %q, want %q", k.ops, want)
 	}

@@ -9,7 +9,10 @@
 //   - each VIP as a /32 or /128 on lo (IPv6 with IFA_F_NODAD), marked with
 //     IFA_PROTO Protocol (83);
 //   - "ip rule from VIP lookup TABLE" at priority RulePriority (10200),
-//     protocol Protocol;
+//     protocol Protocol, and "ip rule from VIP blackhole" behind it
+//     (DropRulePriority, 10201): a lookup that misses the whole table (an
+//     IPv6 lookup racing a route replacement, a kernel race) is dropped,
+//     never routed by the main table;
 //   - in TABLE (TableMin..TableMax, 50000-50999) a default route with one
 //     ECMP next hop per SLLBR pod (metric NextHopMetric) on the interface
 //     that holds an address in the Gateway's subnets, and a blackhole
@@ -19,8 +22,8 @@
 // Promises:
 //   - Ownership: an address is ours only if it carries IFA_PROTO Protocol
 //     (kernel 5.18 or later); a rule only if it is a plain "from PREFIX
-//     lookup TABLE" at RulePriority into our table range with protocol
-//     Protocol; every route in our table range is ours. Apply changes
+//     lookup TABLE" at RulePriority into our table range, or a plain "from
+//     PREFIX blackhole" at DropRulePriority, with protocol Protocol; every route in our table range is ours. Apply changes
 //     nothing else: foreign configuration in the way (a VIP address without
 //     the marker, a foreign rule at our priority, a foreign rule before ours
 //     that selects a VIP's traffic) is left as it is and reported as a

@@ -152,6 +152,16 @@ func TestIntegrationApplyInANamespace(t *testing.T) {
 	if got := routeVia(t, ns, "169.111.100.11", "10.100.0.2"); got != "via 169.111.100.3 table main" {
 		t.Errorf("from the pod's own address: %s", got)
 	}
+	// Behind each VIP's rule, its drop rule: a miss of the whole table is
+	// dropped, never routed by main.
+	var dropRules []string
+	for _, r := range append(ipj(t, ns, "-4 rule show pref 10201"), ipj(t, ns, "-6 rule show pref 10201")...) {
+		dropRules = append(dropRules, fmt.Sprint(r["src"], " ", r["action"], " ", r["protocol"]))
+	}
+	slices.Sort(dropRules)
+	if want := []string{"20.0.0.1 blackhole 83", "2001:db8::1 blackhole 83"}; !slices.Equal(dropRules, want) {
+		t.Errorf("drop rules %q, want %q", dropRules, want)
+	}
 
 	// Restart: a new Applier on the same kernel changes nothing.
 	k.changes.Store(0)
@@ -185,10 +195,18 @@ func TestIntegrationApplyInANamespace(t *testing.T) {
 	}
 }
 
-// checkNoWindow replaces the next hops 100 times while another goroutine
-// asks the kernel, in a loop, how VIP-sourced packets are routed.
+// checkNoWindow replaces the next hops at least 100 times, and until at
+// least 100 lookups were made, while another goroutine asks the kernel, in
+// a loop, how VIP-sourced packets are routed. No lookup may be routed by
+// another table or next hop. IPv6 lookups racing a route replacement are
+// answered "unreachable" now and then by the kernel itself (reproduced
+// with `ip -6 -batch` replacements alone; the "from VIP blackhole" rule
+// turns a whole-table miss into a drop too): at most one per run.
 func checkNoWindow(t *testing.T, ns string, k *counting, d Desired) {
 	t.Helper()
+	var lookups atomic.Int64
+	var mu sync.Mutex
+	drops := map[bool][]string{} // by IPv6
 	sets := [][]netip.Addr{
 		addrs("169.111.100.1", "fd00:111::1"),
 		addrs("169.111.100.1", "169.111.100.2", "fd00:111::1", "fd00:111::2"),
@@ -197,18 +215,30 @@ func checkNoWindow(t *testing.T, ns string, k *counting, d Desired) {
 	stop := rtlookup.Watch(ns, []rtlookup.Query{
 		{Src: netip.MustParseAddr("20.0.0.1"), Dst: netip.MustParseAddr("10.100.0.2")},
 		{Src: netip.MustParseAddr("2001:db8::1"), Dst: netip.MustParseAddr("fd00:100::2")},
-	}, func(_ rtlookup.Query, a rtlookup.Answer, err error) string {
+	}, func(q rtlookup.Query, a rtlookup.Answer, err error) string {
+		lookups.Add(1)
+		if rtlookup.Dropped(err) {
+			mu.Lock()
+			drops[q.Dst.Is6()] = append(drops[q.Dst.Is6()], fmt.Sprintf("%s: %v", q, err))
+			mu.Unlock()
+			return ""
+		}
 		return rtlookup.Via(a, err, 50000, sets[1]...)
 	})
 	k.changes.Store(0)
-	for i := range 100 {
-		d.Gateways[0].NextHops = sets[i%len(sets)]
+	changes := 0
+	for ; changes < 100 || (lookups.Load() < 100 && changes < 10000); changes++ {
+		d.Gateways[0].NextHops = sets[changes%len(sets)]
 		apply(t, New(k), d)
 	}
 	res := stop()
-	t.Logf("100 next-hop changes, %d route lookups meanwhile, %d without a next hop", res.Lookups, res.Bad)
+	t.Logf("%d next-hop changes, %d route lookups meanwhile: %d routed wrongly, dropped IPv4 %d, IPv6 %d",
+		changes, res.Lookups, res.Bad, len(drops[false]), len(drops[true]))
 	if res.Err != nil || res.Bad != 0 || res.Lookups < 100 {
-		t.Errorf("%d of %d lookups found no next hop (first: %s; error %v)", res.Bad, res.Lookups, res.FirstBad, res.Err)
+		t.Errorf("%d of %d lookups were routed by another table or next hop (first: %s; error %v)", res.Bad, res.Lookups, res.FirstBad, res.Err)
+	}
+	if len(drops[false]) != 0 || len(drops[true]) > 1 {
+		t.Errorf("lookups answered by a drop: IPv4 %q (want none), IPv6 %q (want at most 1)", drops[false], drops[true])
 	}
 	for _, op := range k.ops {
 		if strings.HasPrefix(op, "del ") {
@@ -222,13 +252,14 @@ func TestIntegrationForeignConfiguration(t *testing.T) {
 	for _, c := range []string{
 		"addr add 20.0.0.1/32 dev lo",                      // the VIP, configured by someone else
 		"rule add pref 10200 from 10.0.0.0/8 lookup 7",     // at our priority
+		"rule add pref 10201 from 10.0.0.0/8 blackhole",    // at our drop rules' priority
 		"-6 rule add pref 100 from 2001:db8::1 lookup 100", // before ours, for a VIP
 		"route add default via 169.111.100.3 table 50999",  // in our range: ours by definition
 	} {
 		netns.Run(t, append([]string{"ip", "-n", ns}, strings.Fields(c)...)...)
 	}
 	res := apply(t, New(nk), Desired{Gateways: []Gateway{gatewayA()}})
-	if len(res.Conflicts) != 3 {
+	if len(res.Conflicts) != 4 {
 		t.Errorf("conflicts:\n%s", strings.Join(res.Conflicts, "\n"))
 	}
 	if got := routeVia(t, ns, "20.0.0.1", "10.100.0.2"); !strings.HasSuffix(got, "table 50000") {
@@ -244,7 +275,7 @@ func TestIntegrationForeignConfiguration(t *testing.T) {
 		prios = append(prios, fmt.Sprint(r["priority"], " ", r["table"]))
 	}
 	slices.Sort(prios)
-	want := []string{"0 local", "0 local", "100 100", "10200 7", "32766 main", "32766 main", "32767 default"}
+	want := []string{"0 local", "0 local", "100 100", "10200 7", "10201 <nil>", "32766 main", "32766 main", "32767 default"}
 	if !slices.Equal(prios, want) {
 		t.Errorf("rules %q, want %q", prios, want)
 	}

@@ -26,15 +26,16 @@ func (a Address) String() string {
 }
 
 // Rule is a policy routing rule. Plain is set for a rule that only selects
-// on its source prefix and looks up Table (our kind); any other selector or
-// action clears it.
+// on its source prefix and looks up Table, or is a blackhole (our kinds);
+// any other selector or action clears it.
 type Rule struct {
-	Family   Family
-	Priority uint32
-	Src      netip.Prefix // invalid: from all
-	Table    uint32
-	Protocol uint8
-	Plain    bool
+	Family    Family
+	Priority  uint32
+	Src       netip.Prefix // invalid: from all
+	Table     uint32       // 0 for a blackhole
+	Blackhole bool
+	Protocol  uint8
+	Plain     bool
 }
 
 func (r Rule) String() string {
@@ -42,7 +43,11 @@ func (r Rule) String() string {
 	if r.Src.IsValid() {
 		src = r.Src.String()
 	}
-	s := fmt.Sprintf("rule %s pref %d from %s lookup %d proto %d", r.Family, r.Priority, src, r.Table, r.Protocol)
+	action := fmt.Sprintf("lookup %d", r.Table)
+	if r.Blackhole {
+		action = "blackhole"
+	}
+	s := fmt.Sprintf("rule %s pref %d from %s %s proto %d", r.Family, r.Priority, src, action, r.Protocol)
 	if !r.Plain {
 		s += " (with other selectors or actions)"
 	}

@@ -42,7 +42,7 @@ func TestLoopAppliesTheLatestAndRetries(t *testing.T) {
 	boom := errors.New("boom")
 	failures := 2
 	k.fail = func(op string) error {
-		if strings.HasPrefix(op, "add rule ipv4") && failures > 0 {
+		if strings.HasPrefix(op, "add rule ipv4 pref 10200") && failures > 0 {
 			failures--
 			return boom
 		}

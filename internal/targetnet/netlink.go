@@ -100,7 +100,11 @@ func (k *NetlinkKernel) Rules() ([]Rule, error) {
 				r.Src = netip.PrefixFrom(addr.Unmap(), int(m.SrcLength))
 			}
 		}
-		r.Plain = m.Action == unix.FR_ACT_TO_TBL && m.DstLength == 0 && m.TOS == 0 && m.Flags&unix.FIB_RULE_INVERT == 0 &&
+		r.Blackhole = m.Action == unix.FR_ACT_BLACKHOLE
+		if r.Blackhole {
+			r.Table = 0 // the kernel reports the main table for actions without one
+		}
+		r.Plain = (m.Action == unix.FR_ACT_TO_TBL || r.Blackhole) && m.DstLength == 0 && m.TOS == 0 && m.Flags&unix.FIB_RULE_INVERT == 0 &&
 			a.FwMark == nil && a.IIFName == nil && a.OIFName == nil && a.IPProto == nil && a.SPortRange == nil &&
 			a.DPortRange == nil && a.UIDRange == nil && a.Goto == nil && (a.SuppressPrefixLen == nil || *a.SuppressPrefixLen == 0xffffffff) &&
 			(a.SuppressIFGroup == nil || *a.SuppressIFGroup == 0xffffffff) && (a.L3MDev == nil || *a.L3MDev == 0)
@@ -113,7 +117,9 @@ func ruleMessage(r Rule) *rtnetlink.RuleMessage {
 	prio, table, proto := r.Priority, r.Table, r.Protocol
 	m := &rtnetlink.RuleMessage{Family: af(r.Family), Action: unix.FR_ACT_TO_TBL,
 		Attributes: &rtnetlink.RuleAttributes{Priority: &prio, Table: &table, Protocol: &proto}}
-	if table < 256 {
+	if r.Blackhole {
+		m.Action, m.Attributes.Table = unix.FR_ACT_BLACKHOLE, nil
+	} else if table < 256 {
 		m.Table = uint8(table)
 	}
 	if r.Src.IsValid() {

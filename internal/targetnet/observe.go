@@ -17,10 +17,17 @@ type observed struct {
 	routes   map[routeKey]Route // routes in our tables
 }
 
-// ownsRule reports whether r is ours: plain "from PREFIX lookup TABLE" at
-// RulePriority into one of our tables, with our protocol.
+// ownsRule reports whether r is ours, with our protocol: plain "from
+// PREFIX lookup TABLE" at RulePriority into one of our tables, or plain
+// "from PREFIX blackhole" at DropRulePriority.
 func ownsRule(r Rule) bool {
-	return r.Plain && r.Priority == RulePriority && r.Protocol == Protocol && ownsTable(r.Table) && r.Src.IsValid()
+	if !r.Plain || r.Protocol != Protocol || !r.Src.IsValid() {
+		return false
+	}
+	if r.Blackhole {
+		return r.Priority == DropRulePriority
+	}
+	return r.Priority == RulePriority && ownsTable(r.Table)
 }
 
 func ownsTable(t uint32) bool { return TableMin <= t && t <= TableMax }
@@ -102,4 +109,9 @@ func (o observed) interfaceFor(subnets []netip.Prefix) (uint32, bool) {
 // ourRule is the rule of a VIP in table.
 func ourRule(vip netip.Prefix, table uint32) Rule {
 	return Rule{Family: familyOf(vip.Addr()), Priority: RulePriority, Src: vip, Table: table, Protocol: Protocol, Plain: true}
+}
+
+// dropRule is the blackhole rule behind a VIP's rule (DropRulePriority).
+func dropRule(vip netip.Prefix) Rule {
+	return Rule{Family: familyOf(vip.Addr()), Priority: DropRulePriority, Src: vip, Blackhole: true, Protocol: Protocol, Plain: true}
 }

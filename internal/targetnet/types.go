@@ -15,6 +15,13 @@ const (
 	TableMax = 50999
 	// RulePriority is the priority of every "from VIP lookup TABLE" rule.
 	RulePriority = 10200
+	// DropRulePriority is that of every "from VIP blackhole" rule behind
+	// it. TABLE ends in a blackhole route, so the rule is not reached in
+	// steady state; it is when an IPv6 lookup racing a route replacement
+	// misses the whole table for an instant (a kernel race, reproduced
+	// with `ip -6 -batch` replacements alone), which would otherwise let
+	// the main table (the pod network) route a VIP's reply.
+	DropRulePriority = RulePriority + 1
 	// Protocol is the IFA_PROTO of our VIP addresses and the protocol of
 	// our rules and routes: an address is ours only if it carries it.
 	Protocol = 83
