@@ -84,7 +84,7 @@ func (f footprint) median(get func(lab.MemStats) uint64) uint64 {
 // it rests (waitRest), then VmRSS, RssAnon/RssFile and PSS are read
 // footprintSamples times and the Go runtime's own accounting is scraped. A
 // third run uses the examples with static GatewayRouters (no BGP, so GoBGP
-// never starts). It prints the table and asserts a median RssAnon under
+// never starts), a fourth the manifest files with --dataplane kernel. It prints the table and asserts a median RssAnon under
 // footprintAnonLimit. The measured binary is built like the image's; the
 // binaries named in SLLBRD_FOOTPRINT_COMPARE (build them as
 // e2e.BuildRelease does) are measured in the same run too, not asserted.
@@ -128,6 +128,9 @@ func TestIntegrationFootprint(t *testing.T) {
 		{"files", []string{"--manifests", examples}, announced},
 		{"api", []string{"--kubeconfig", kubeconfig, "--namespace", kubeNamespace}, announced},
 		{"static", []string{"--manifests", static}, func() bool { return true }},
+		// The kernel path's first apply encodes both families' maps of
+		// 16381 entries: megabytes of garbage that must not stay resident.
+		{"files-kernel", []string{"--manifests", examples, "--dataplane", dataplaneKernel}, announced},
 	}
 	var results []footprint
 	for _, bin := range bins {

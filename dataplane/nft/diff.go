@@ -136,17 +136,26 @@ func queueElements(c Conn, s *setSpec, got *setState) (int, error) {
 
 // queueEntries replaces the entries of an entry map that lead elsewhere
 // than in the map we committed (same size): each is deleted and added
-// again, in the same transaction.
+// again, in the same transaction. A change of one endpoint of N rewrites
+// about M/N entries: the element lists are sized once (entryBuilder).
 func queueEntries(c Conn, s *setSpec, committed *Set) (int, error) {
-	var del, add []nftables.SetElement
+	n := 0
 	for i, chain := range s.src.Goto {
 		if committed.Goto[i] != chain {
-			del = append(del, nftables.SetElement{Key: entryKey(i)})
-			add = append(add, s.src.entry(i))
+			n++
 		}
 	}
-	if len(add) == 0 {
+	if n == 0 {
 		return 0, nil
+	}
+	del, add := make([]nftables.SetElement, 0, n), make([]nftables.SetElement, 0, n)
+	b := newEntryBuilder(n)
+	for i, chain := range s.src.Goto {
+		if committed.Goto[i] != chain {
+			e := b.entry(i, chain)
+			del = append(del, nftables.SetElement{Key: e.Key})
+			add = append(add, e)
+		}
 	}
 	if err := c.SetDeleteElements(s.set, del); err != nil {
 		return 0, err

@@ -167,19 +167,36 @@ func (s *Set) elements() []nftables.SetElement {
 		return portElements(s.Ports)
 	}
 	elems := make([]nftables.SetElement, len(s.Goto))
-	for i := range s.Goto {
-		elems[i] = s.entry(i)
+	b := newEntryBuilder(len(s.Goto))
+	for i, chain := range s.Goto {
+		elems[i] = b.entry(i, chain)
 	}
 	return elems
 }
 
-// entry is element i of an entry map.
-func (s *Set) entry(i int) nftables.SetElement {
-	return nftables.SetElement{Key: entryKey(i), VerdictData: &expr.Verdict{Kind: expr.VerdictGoto, Chain: s.Goto[i]}}
+// entryBuilder makes entry map elements: their keys share one array and
+// the entries leading to one chain share its verdict, so that a map of M
+// entries costs a few allocations, not 2M.
+type entryBuilder struct {
+	keys     []byte
+	verdicts map[string]*expr.Verdict
 }
 
-// entryKey is entry number i as the hash expression writes it.
-func entryKey(i int) []byte { return binary.NativeEndian.AppendUint32(nil, uint32(i)) }
+func newEntryBuilder(entries int) *entryBuilder {
+	return &entryBuilder{keys: make([]byte, 0, 4*entries), verdicts: map[string]*expr.Verdict{}}
+}
+
+// entry is entry number i, leading to chain: its key is i as the hash
+// expression writes it.
+func (b *entryBuilder) entry(i int, chain string) nftables.SetElement {
+	b.keys = binary.NativeEndian.AppendUint32(b.keys, uint32(i))
+	v := b.verdicts[chain]
+	if v == nil {
+		v = &expr.Verdict{Kind: expr.VerdictGoto, Chain: chain}
+		b.verdicts[chain] = v
+	}
+	return nftables.SetElement{Key: b.keys[len(b.keys)-4 : len(b.keys) : len(b.keys)], VerdictData: v}
+}
 
 // sameContent reports whether s and o hold the same elements.
 func (s *Set) sameContent(o *Set) bool {
