@@ -22,17 +22,41 @@ func birdRoute(t *testing.T, b *lab.BIRD, vip netip.Addr) string {
 	return out
 }
 
-// sessionSince returns the "since" column of BIRD's protocol line for the
-// LB address a: it changes whenever the session restarts.
+// sessionSince returns the state, since and info columns of BIRD's protocol
+// line for the LB address a ("up 18:49:54.926 Established"): the time
+// changes whenever the session restarts.
 func sessionSince(t *testing.T, b *lab.BIRD, a netip.Addr) string {
 	for line := range strings.SplitSeq(birdc(t, b, "show", "protocols", lab.BIRDProtocolName(a)), "\n") {
 		if f := strings.Fields(line); len(f) >= 6 && f[0] == lab.BIRDProtocolName(a) {
-			return strings.Join(f[4:6], " ")
+			return strings.Join(f[3:6], " ")
 		}
 	}
 	t.Fatalf("BIRD has no protocol for %v", a)
 	return ""
 }
+
+// upSince waits until BIRD's session with the LB address a is up and has
+// stayed so for sessionSettle, and returns sessionSince then. The routes
+// can arrive while BIRD is still entering the up state, whose time then
+// changes once more (seen: 2 ms later), which is no restart.
+func upSince(t *testing.T, b *lab.BIRD, a netip.Addr) string {
+	t.Helper()
+	var since string
+	var seen time.Time
+	waitFor(t, 20*time.Second, fmt.Sprintf("BIRD's session with %v up for %v", a, sessionSettle), func() bool {
+		now := sessionSince(t, b, a)
+		if now != since || !strings.HasPrefix(now, "up ") || !strings.HasSuffix(now, " Established") {
+			since, seen = now, time.Now()
+			return false
+		}
+		return time.Since(seen) >= sessionSettle
+	})
+	return since
+}
+
+// sessionSettle is how long a BIRD session must stay up unchanged before
+// the tests take its time as the one a restart would change.
+const sessionSettle = 200 * time.Millisecond
 
 // TestIntegrationBIRDCommunities: the communities and large communities of
 // an eBGP GatewayRouter arrive at BIRD with both VIPs; editing them
@@ -64,7 +88,7 @@ func TestIntegrationBIRDCommunities(t *testing.T) {
 	for i := range 2 {
 		waitFor(t, 20*time.Second, fmt.Sprintf("%v at BIRD with the communities", vips[i]),
 			has(i, "BGP.community: (8103,100) (65535,65281)", "BGP.large_community: (8103, 1, 2)"))
-		since[i] = sessionSince(t, b, lb[i])
+		since[i] = upSince(t, b, lb[i])
 	}
 	t.Logf("BIRD's route:\n%s", birdRoute(t, b, vip4))
 
@@ -123,7 +147,7 @@ func TestIntegrationBIRDLocalPreference(t *testing.T) {
 		waitFor(t, 10*time.Second, fmt.Sprintf("%v routed via lb1 only", vip), only(vip, 1))
 	}
 	t.Logf("BIRD's routes:\n%s", birdRoute(t, b, vip4))
-	since := sessionSince(t, b, lab.LBGatewaySide(1).V4.Addr())
+	since := upSince(t, b, lab.LBGatewaySide(1).V4.Addr())
 
 	first.Routers = bgpRouters(gw, spec(50))
 	edited := time.Now()
