@@ -25,7 +25,7 @@ func TestIntegrationGatewayChangesLeaveNoWindow(t *testing.T) {
 	ns, fd := netns.New(t, "sllbrd-k-win")
 	setupLinks(t, ns)
 	netns.Run(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1")
-	k := newKernel(t, fd)
+	k := &deletions{Kernel: newKernel(t, fd)}
 	rc, err := New(k)
 	if err != nil {
 		t.Fatal(err)
@@ -77,6 +77,7 @@ func TestIntegrationGatewayChangesLeaveNoWindow(t *testing.T) {
 	})
 	// At least 100 changes, and until at least 100 lookups were made
 	// (bounded), however slowly the machine runs the watcher.
+	k.count.Store(0)
 	changes := 0
 	for changes < 100 || (lookups.Load() < 100 && changes < 10000) {
 		changes++
@@ -90,20 +91,38 @@ func TestIntegrationGatewayChangesLeaveNoWindow(t *testing.T) {
 	if res.Err != nil || res.Bad != 0 || res.Lookups < 100 {
 		t.Errorf("%d of %d lookups were routed by another table or gateway (first: %s; error %v)", res.Bad, res.Lookups, res.FirstBad, res.Err)
 	}
+	// Every change replaces routes in place: nothing is deleted (deleting
+	// a route before adding its new version dropped 2-23 lookups per run).
+	if n := k.count.Load(); n != 0 {
+		t.Errorf("the changes deleted %d routes or rules: a route must be replaced, never deleted and added", n)
+	}
 	// Drops: none in IPv4. IPv6 lookups racing a route replacement are
 	// answered "unreachable" now and then by the kernel itself (about 1 in
 	// 100 lookups during back-to-back `ip -6 route replace` in a batch, with
-	// no sllbrd involved; docs/dataplane.md): at most maxIPv6Drops per run.
-	// Deleting the route before adding its new version dropped 2-23 per run.
-	const maxIPv6Drops = 1
-	if len(drops[false]) != 0 || len(drops[true]) > maxIPv6Drops {
-		t.Errorf("lookups answered by a drop: IPv4 %q (want none), IPv6 %q (want at most %d)", drops[false], drops[true], maxIPv6Drops)
+	// no sllbrd involved; docs/dataplane.md): bounded by maxIPv6Drops.
+	if max6 := maxIPv6Drops(res.Lookups / 2); len(drops[false]) != 0 || len(drops[true]) > max6 {
+		t.Errorf("lookups answered by a drop: IPv4 %q (want none), IPv6 %q (want at most %d of %d)", drops[false], drops[true], max6, res.Lookups/2)
 	}
 	for _, fam := range []Family{IPv4, IPv6} { // the last step's hops are in place
 		af := fmt.Sprintf("-%d route show table %d", fam, pathTable)
 		expectLines(t, "ip "+af, ipJSON(t, ns, af, routeFields...), routeLines(fam, gatewaySteps[fam][changes%len(gatewaySteps[fam])]))
 	}
 }
+
+// maxIPv6Drops bounds the IPv6 lookups of n made during route replacements
+// that the kernel's own race may answer "unreachable": 2% of them, at least
+// one. Measured: 0 or 1 per run of 100-700 lookups, once 2 of 136 while the
+// whole suite ran; the race's rate without sllbrd is about 1%.
+func maxIPv6Drops(n int) int { return max(1, n/50) }
+
+// deletions is a Kernel that counts the routes and rules deleted.
+type deletions struct {
+	Kernel
+	count atomic.Int64
+}
+
+func (d *deletions) DeleteRoute(r Route) error { d.count.Add(1); return d.Kernel.DeleteRoute(r) }
+func (d *deletions) DeleteRule(r Rule) error   { d.count.Add(1); return d.Kernel.DeleteRule(r) }
 
 func ip(s string) netip.Addr { return netip.MustParseAddr(s) }
 

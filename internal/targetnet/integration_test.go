@@ -237,8 +237,13 @@ func checkNoWindow(t *testing.T, ns string, k *counting, d Desired) {
 	if res.Err != nil || res.Bad != 0 || res.Lookups < 100 {
 		t.Errorf("%d of %d lookups were routed by another table or next hop (first: %s; error %v)", res.Bad, res.Lookups, res.FirstBad, res.Err)
 	}
-	if len(drops[false]) != 0 || len(drops[true]) > 1 {
-		t.Errorf("lookups answered by a drop: IPv4 %q (want none), IPv6 %q (want at most 1)", drops[false], drops[true])
+	// The kernel's own IPv6 race (docs/target.md) may answer a few lookups
+	// "unreachable": 2% of the IPv6 lookups, at least one. Measured: none
+	// in 30 runs under CPU load, 1 in 1 run of 30, 2 of 136 once while the
+	// whole suite ran. Deletions, which would open a real window, are
+	// checked below.
+	if max6 := max(1, res.Lookups/2/50); len(drops[false]) != 0 || len(drops[true]) > max6 {
+		t.Errorf("lookups answered by a drop: IPv4 %q (want none), IPv6 %q (want at most %d of %d)", drops[false], drops[true], max6, res.Lookups/2)
 	}
 	for _, op := range k.ops {
 		if strings.HasPrefix(op, "del ") {
