@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sllbrd/sllbrd/internal/admin"
 	"github.com/sllbrd/sllbrd/internal/harness/kubetest"
 	"github.com/sllbrd/sllbrd/internal/harness/lab"
 	"github.com/sllbrd/sllbrd/internal/harness/require"
@@ -259,7 +260,7 @@ func (c *cluster) phaseScaling() {
 		exec1(c.t, c.lab, lab.LBName(3), "ip", "link", "set", link, "down")
 	}
 	time.Sleep(2 * time.Second)
-	c.closeStreams(streams, nil)
+	c.closeStreams(streams, nil, false)
 }
 
 // openStreams opens n long-lived connections to each VIP.
@@ -277,9 +278,13 @@ func (c *cluster) openStreams(n int) []*lab.Streams {
 }
 
 // closeStreams closes the connections and fails the test for every one
-// that broke, except those on the target lost (expected to break).
-func (c *cluster) closeStreams(streams []*lab.Streams, lost []string) {
-	failed, broke, total, exchanges := 0, 0, 0, 0
+// that broke, except those on the target lost (expected to break) and, when
+// maglevMoves is set (a target left), those whose flow the Maglev table now
+// gives another target, as lb1's explain says: Maglev's own disruption
+// (0.26% of the flows of the targets that stay, when t2 of identifiers 0-2
+// leaves a table of 32 slots), at most one.
+func (c *cluster) closeStreams(streams []*lab.Streams, lost []string, maglevMoves bool) {
+	failed, broke, moved, total, exchanges := 0, 0, 0, 0, 0
 	var slowest time.Duration
 	for _, s := range streams {
 		for _, st := range s.Close() {
@@ -289,17 +294,34 @@ func (c *cluster) closeStreams(streams []*lab.Streams, lost []string) {
 			switch {
 			case st.Err != nil && slices.Contains(lost, st.Target):
 				broke++
+			case st.Err != nil && maglevMoves && c.decidedTarget(st.Flow) != st.Target:
+				moved++
+				c.t.Logf("connection to %s broke, its flow now decided to %s (Maglev's own disruption): %v",
+					st.Target, c.decidedTarget(st.Flow), st.Err)
 			case st.Err != nil:
 				failed++
 				c.t.Errorf("connection to %s broke: %v", st.Target, st.Err)
 			}
 		}
 	}
-	c.t.Logf("%d long-lived connections, %d exchanges, slowest exchange %v; failed %d (on the target removed: %d)",
-		total, exchanges, slowest.Round(time.Millisecond), failed, broke)
-	if failed != 0 {
-		c.t.Errorf("%d connections failed, want 0", failed)
+	c.t.Logf("%d long-lived connections, %d exchanges, slowest exchange %v; failed %d (on the target removed: %d, "+
+		"moved by Maglev: %d)", total, exchanges, slowest.Round(time.Millisecond), failed, broke, moved)
+	if failed != 0 || moved > 1 {
+		c.t.Errorf("%d connections failed, want 0; %d moved by Maglev, want at most 1", failed, moved)
 	}
+}
+
+// decidedTarget is the target lb1's sllbrd decides f's packets to now
+// (`sllbrd explain`), "none" when it decides none.
+func (c *cluster) decidedTarget(f lab.Flow) string {
+	var x admin.Explanation
+	sllbrdJSON(c.t, c.lbs[1].AdminSocket, &x, "explain", f.Proto, f.Src.String(), f.Dst.String())
+	for i := 1; x.Endpoint != nil && i <= 4; i++ {
+		if lab.TargetAddrs(i).For(x.Endpoint.Address) == x.Endpoint.Address {
+			return lab.TargetName(i)
+		}
+	}
+	return "none"
 }
 
 // maglevExtraShare is the share of flows beyond the removed target's that
@@ -349,7 +371,7 @@ func (c *cluster) phaseTargetDeleted() {
 	}
 	_ = c.sidecars[2].Stop() // kubelet stops the deleted pod's containers
 	delete(c.sidecars, 2)
-	c.closeStreams(streams, []string{"t2"})
+	c.closeStreams(streams, []string{"t2"}, true)
 }
 
 // phaseNewTarget: t4's Pod is created, its sidecar applies its VIPs and
