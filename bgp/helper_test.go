@@ -17,9 +17,10 @@ import (
 
 // The integration tests run the speaker in a child process inside a network
 // namespace (GoBGP opens sockets on its own goroutines, so setns in the test
-// process would not do). The child is this test binary running
-// TestHelperSpeaker with helperEnv set; it reads one JSON helperCmd per
-// stdin line and writes one JSON helperEvent per stdout line.
+// process would not do). The child is this test binary started with
+// helperEnv set: TestMain runs runHelperSpeaker instead of the tests; it
+// reads one JSON helperCmd per stdin line and writes one JSON helperEvent
+// per stdout line.
 const helperEnv = "SLLBRD_BGP_HELPER"
 
 type helperCmd struct {
@@ -39,10 +40,16 @@ type helperEvent struct {
 	Stats    []PeerStats `json:"stats,omitempty"`
 }
 
-func TestHelperSpeaker(t *testing.T) {
-	if os.Getenv(helperEnv) != "1" {
-		t.Skip("helper process for the integration tests")
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "1" {
+		runHelperSpeaker()
 	}
+	os.Exit(m.Run())
+}
+
+// runHelperSpeaker serves helperCmds until stdin ends or a shutdown, then
+// exits the process.
+func runHelperSpeaker() {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx := context.Background()
 	opts := []Option{WithLogger(logger), WithRouterID(netip.MustParseAddr("169.254.100.1"))}

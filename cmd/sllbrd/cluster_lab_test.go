@@ -291,13 +291,16 @@ func (c *cluster) closeStreams(streams []*lab.Streams, lost []string, maglevMove
 			total++
 			exchanges += st.Exchanges
 			slowest = max(slowest, st.MaxRTT)
+			now := st.Target // where the flow's packets go now, asked only for a broken connection
+			if st.Err != nil && maglevMoves && !slices.Contains(lost, st.Target) {
+				now = c.decidedTarget(st.Flow)
+			}
 			switch {
 			case st.Err != nil && slices.Contains(lost, st.Target):
 				broke++
-			case st.Err != nil && maglevMoves && c.decidedTarget(st.Flow) != st.Target:
+			case st.Err != nil && now != st.Target:
 				moved++
-				c.t.Logf("connection to %s broke, its flow now decided to %s (Maglev's own disruption): %v",
-					st.Target, c.decidedTarget(st.Flow), st.Err)
+				c.t.Logf("connection to %s broke, its flow now decided to %s (Maglev's own disruption): %v", st.Target, now, st.Err)
 			case st.Err != nil:
 				failed++
 				c.t.Errorf("connection to %s broke: %v", st.Target, st.Err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sllbrd/sllbrd/internal/harness/e2e"
 	"github.com/sllbrd/sllbrd/internal/harness/lab"
+	"github.com/sllbrd/sllbrd/internal/reconcile"
 )
 
 // Bounds of the latency and burst checks.
@@ -137,7 +138,7 @@ func (lat applyLatencies) check(t *testing.T, what string, inst *e2e.Instance) {
 type burstResult struct {
 	writes        int
 	took, window  time.Duration // writing; first write to the last apply seen
-	spaced        int           // applies the loop's spacing rule makes for the writes' completion times (spacedApplies)
+	spaced        int           // applies the loop's spacing rule makes for the writes' completion times (reconcile.ApplyTimes)
 	changeApplies float64       // applies of a change (histogram count)
 	applies       float64       // every successful apply (incl. deferred route retirement)
 	generations   float64
@@ -181,7 +182,7 @@ func burst(t *testing.T, inst *e2e.Instance, times *writeTimes, write func(i int
 	lastApply := waitQuiet(t, inst, 20*time.Second)
 	r := burstResult{writes: burstWrites + 1, took: took, window: lastApply.Sub(start)}
 	times.mu.Lock()
-	r.spaced = spacedApplies(times.at)
+	r.spaced = len(reconcile.ApplyTimes(times.at))
 	times.mu.Unlock()
 	count1, _ := histogramTotals(t, inst)
 	r.changeApplies = count1 - count0
@@ -189,38 +190,6 @@ func burst(t *testing.T, inst *e2e.Instance, times *writeTimes, write func(i int
 	r.generations = metric(t, inst, "sllbrd_config_last_applied_generation") - gen0
 	r.applied = loggedApplies(inst, start)
 	return r
-}
-
-// spacedApplies is how many applies the reconcile loop's spacing rule
-// (internal/reconcile/spacing.go) makes for changes arriving at these times,
-// applies taking no time: an apply waits until the interval has passed since
-// the previous one began, or runs at once after a quiet period that long
-// (the interval back at minApplyInterval); an apply taking up several
-// changes doubles the interval up to maxApplyInterval, one taking up a
-// single change halves it. Taken from the writes' completion times, it is
-// what the burst costs if every write reaches the loop as it completes.
-func spacedApplies(changes []time.Time) int {
-	changes = slices.SortedFunc(slices.Values(changes), time.Time.Compare)
-	n, cur, lastBegin := 0, minApplyInterval, time.Time{}
-	for i := 0; i < len(changes); n++ {
-		begin := changes[i]
-		if n > 0 && begin.Sub(lastBegin) < cur {
-			begin = lastBegin.Add(cur)
-		} else {
-			cur = minApplyInterval
-		}
-		taken := 0
-		for ; i < len(changes) && !changes[i].After(begin); i++ {
-			taken++
-		}
-		if taken > 1 {
-			cur = min(2*cur, maxApplyInterval)
-		} else {
-			cur = max(cur/2, minApplyInterval)
-		}
-		lastBegin = begin
-	}
-	return n
 }
 
 // loggedApplies returns the applies sllbrd logged since start, as offsets
@@ -279,8 +248,8 @@ func waitQuiet(t *testing.T, inst *e2e.Instance, timeout time.Duration) time.Tim
 const burstSlack = 3
 
 // check logs the burst's cost and fails if it applied more changes than the
-// loop's spacing rule makes for the writes' completion times (spacedApplies)
-// plus burstSlack.
+// loop's spacing rule makes for the writes' completion times
+// (reconcile.ApplyTimes) plus burstSlack.
 func (r burstResult) check(t *testing.T, what string) {
 	t.Helper()
 	bound := float64(r.spaced + burstSlack)

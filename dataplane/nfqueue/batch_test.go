@@ -93,21 +93,23 @@ func TestBatchDatagram(t *testing.T) {
 }
 
 func TestAppendVerdictWire(t *testing.T) {
-	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
-		t.Skip("golden bytes are little-endian")
-	}
 	got := appendVerdict(nil, 0x0102, 0x0a0b0c0d, &Verdict{Action: Accept, SetMark: true, Mark: 0x11223344})
-	want := []byte{
-		40, 0, 0, 0, 0x01, 0x03, 0x01, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, // nlmsghdr: len, type 3<<8|1, NLM_F_REQUEST
-		0, 0, 0x01, 0x02, // nfgenmsg: AF_UNSPEC, v0, queue (big-endian)
-		12, 0, 2, 0, 0, 0, 0, 1, 0x0a, 0x0b, 0x0c, 0x0d, // NFQA_VERDICT_HDR: NF_ACCEPT, id
-		8, 0, 3, 0, 0x11, 0x22, 0x33, 0x44, // NFQA_MARK
-	}
+	// Netlink and attribute headers are in the host's byte order, the
+	// nfqueue fields big-endian.
+	ne := binary.NativeEndian
+	want := ne.AppendUint32(nil, 40)                             // nlmsghdr: len
+	want = ne.AppendUint16(want, 3<<8|1)                         // type NFNL_SUBSYS_QUEUE<<8 | NFQNL_MSG_VERDICT
+	want = ne.AppendUint16(want, 1)                              // NLM_F_REQUEST
+	want = append(want, 0, 0, 0, 0, 0, 0, 0, 0)                  // seq, pid
+	want = append(want, 0, 0, 0x01, 0x02)                        // nfgenmsg: AF_UNSPEC, v0, queue (big-endian)
+	want = append(ne.AppendUint16(ne.AppendUint16(want, 12), 2), // NFQA_VERDICT_HDR: NF_ACCEPT, id
+		0, 0, 0, 1, 0x0a, 0x0b, 0x0c, 0x0d)
+	want = append(ne.AppendUint16(ne.AppendUint16(want, 8), 3), 0x11, 0x22, 0x33, 0x44) // NFQA_MARK
 	if !bytes.Equal(got, want) {
 		t.Errorf("accept with mark:\n got %x\nwant %x", got, want)
 	}
 	got = appendVerdict(nil, 0, 7, &Verdict{Action: Drop, SetMark: true, Mark: 5})
-	if len(got) != 32 || got[0] != 32 || binary.BigEndian.Uint32(got[24:]) != 0 {
+	if len(got) != 32 || binary.NativeEndian.Uint32(got) != 32 || binary.BigEndian.Uint32(got[24:]) != 0 {
 		t.Errorf("drop must carry no mark and NF_DROP: %x", got)
 	}
 }

@@ -137,25 +137,21 @@ func queueElements(c Conn, s *setSpec, got *setState) (int, error) {
 // queueEntries replaces the entries of an entry map that lead elsewhere
 // than in the map we committed (same size): each is deleted and added
 // again, in the same transaction. A change of one endpoint of N rewrites
-// about M/N entries: the element lists are sized once (entryBuilder).
+// about M/N entries (entryBuilder shares their keys and verdicts).
 func queueEntries(c Conn, s *setSpec, committed *Set) (int, error) {
-	n := 0
+	var add []nftables.SetElement
+	b := newEntryBuilder(len(s.src.Goto))
 	for i, chain := range s.src.Goto {
 		if committed.Goto[i] != chain {
-			n++
+			add = append(add, b.entry(i, chain))
 		}
 	}
-	if n == 0 {
+	if len(add) == 0 {
 		return 0, nil
 	}
-	del, add := make([]nftables.SetElement, 0, n), make([]nftables.SetElement, 0, n)
-	b := newEntryBuilder(n)
-	for i, chain := range s.src.Goto {
-		if committed.Goto[i] != chain {
-			e := b.entry(i, chain)
-			del = append(del, nftables.SetElement{Key: e.Key})
-			add = append(add, e)
-		}
+	del := make([]nftables.SetElement, len(add))
+	for i, e := range add {
+		del[i] = nftables.SetElement{Key: e.Key}
 	}
 	if err := c.SetDeleteElements(s.set, del); err != nil {
 		return 0, err

@@ -88,12 +88,18 @@ func WithBackoff(min, max time.Duration) Option {
 	return func(o *options) { o.minBackoff, o.maxBackoff = min, max }
 }
 
-// New returns a loop that calls apply.
-func New(apply ApplyFunc, opts ...Option) *Loop {
+// newOptions returns the defaults with opts applied.
+func newOptions(opts []Option) options {
 	o := options{minInterval: 50 * time.Millisecond, maxInterval: time.Second, resync: 30 * time.Second, minBackoff: 100 * time.Millisecond, maxBackoff: 10 * time.Second}
 	for _, f := range opts {
 		f(&o)
 	}
+	return o
+}
+
+// New returns a loop that calls apply.
+func New(apply ApplyFunc, opts ...Option) *Loop {
+	o := newOptions(opts)
 	return &Loop{apply: apply, opts: o, kick: make(chan struct{}, 1)}
 }
 

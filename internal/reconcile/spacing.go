@@ -1,6 +1,9 @@
 package reconcile
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // spacing decides how long the loop waits before an apply, in the manner of
 // kube-proxy's bounded-frequency runner with an interval that widens only
@@ -40,4 +43,26 @@ func (s *spacing) applied(changes int) {
 		return
 	}
 	s.cur = max(s.cur/2, s.min)
+}
+
+// ApplyTimes returns when a Loop configured with opts (only the intervals
+// matter) starts its applies for changes arriving at these times, the
+// applies taking no time: the spacing rule replayed. It is what a series of
+// changes costs; the lab tests bound a burst's applies with it.
+func ApplyTimes(changes []time.Time, opts ...Option) []time.Time {
+	o := newOptions(opts)
+	s := spacing{min: o.minInterval, max: o.maxInterval}
+	changes = slices.SortedFunc(slices.Values(changes), time.Time.Compare)
+	var applies []time.Time
+	var last time.Time // zero: long before any change
+	for i := 0; i < len(changes); {
+		begin := changes[i].Add(s.wait(changes[i].Sub(last)))
+		taken := 0
+		for ; i < len(changes) && !changes[i].After(begin); i++ {
+			taken++
+		}
+		s.applied(taken)
+		applies, last = append(applies, begin), begin
+	}
+	return applies
 }

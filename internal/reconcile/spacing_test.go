@@ -8,29 +8,25 @@ import (
 
 const ms = time.Millisecond
 
-// replay runs spacing over changes arriving at the given times (ms steps)
-// and returns when the applies ran.
-func replay(s *spacing, arrivals []time.Duration, until time.Duration) []time.Duration {
-	var applies []time.Duration
-	last := -time.Hour
-	next := time.Duration(-1) // when the pending apply runs; -1: none pending
-	changes := 0
-	for now := time.Duration(0); now <= until; now += ms {
-		for _, a := range arrivals {
-			if a == now {
-				changes++
-				if next < 0 {
-					next = now + s.wait(now-last)
-				}
-			}
-		}
-		if now == next {
-			applies, last, next = append(applies, now), now, -1
-			s.applied(changes)
-			changes = 0
-		}
+// origin is the instant the tests' offsets count from.
+var origin = time.Unix(1_000_000, 0)
+
+// at returns the instants at the given offsets from origin; offsets is its
+// inverse.
+func at(offsets []time.Duration) []time.Time {
+	out := make([]time.Time, len(offsets))
+	for i, d := range offsets {
+		out[i] = origin.Add(d)
 	}
-	return applies
+	return out
+}
+
+func offsets(times []time.Time) []time.Duration {
+	out := make([]time.Duration, len(times))
+	for i, t := range times {
+		out[i] = t.Sub(origin)
+	}
+	return out
 }
 
 func every(step, until time.Duration) []time.Duration {
@@ -46,8 +42,7 @@ func every(step, until time.Duration) []time.Duration {
 // from 50 ms to the 1 s cap): six applies, where a fixed 50 ms interval
 // would give 21.
 func TestSpacingWidensUnderABurst(t *testing.T) {
-	s := spacing{min: 50 * ms, max: time.Second}
-	got := replay(&s, every(ms, time.Second), 3*time.Second)
+	got := offsets(ApplyTimes(at(every(ms, time.Second)), WithMinInterval(50*ms), WithMaxInterval(time.Second)))
 	want := []time.Duration{0, 50 * ms, 150 * ms, 350 * ms, 750 * ms, 1550 * ms}
 	if !slices.Equal(got, want) {
 		t.Fatalf("applies at %v, want %v", got, want)
@@ -92,4 +87,40 @@ func TestSpacingRecoversAfterABurst(t *testing.T) {
 	if w := s.wait(2 * time.Second); w != 0 || s.cur != 50*ms {
 		t.Fatalf("after a quiet second: wait %v, interval %v; want 0 and min", w, s.cur)
 	}
+}
+
+// TestApplyTimesCounts: how many applies a series of changes costs.
+func TestApplyTimesCounts(t *testing.T) {
+	tests := []struct {
+		name    string
+		changes []time.Duration
+		want    int
+	}{
+		{"none", nil, 0},
+		{"isolated changes each applied at once", every(100*ms, 400*ms), 5},
+		// Applies at 0, 50, 150, 350, 750 (interval doubling) and 1550
+		// taking what came after 750.
+		{"1,000 changes in a second", every(ms, 999*ms), 6},
+		// The interval is back at its minimum once a quiet period as long as
+		// it (1 s after the first burst) has passed.
+		{"two bursts with a pause", append(every(ms, 999*ms), shift(every(ms, 999*ms), 3*time.Second)...), 12},
+		// Changes 60 ms apart: every apply takes one change, the interval
+		// stays at its minimum and each is applied at once.
+		{"changes slower than the minimum interval", every(60*ms, 540*ms), 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := len(ApplyTimes(at(tt.changes))); got != tt.want {
+				t.Errorf("%d applies, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func shift(ds []time.Duration, by time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d + by
+	}
+	return out
 }

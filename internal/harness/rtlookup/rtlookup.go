@@ -51,13 +51,6 @@ func Via(a Answer, err error, table uint32, gateways ...netip.Addr) string {
 	return ""
 }
 
-// Dropped reports whether err is the kernel's answer for a packet it
-// drops: unreachable (no route, or a lookup that missed the table) or a
-// blackhole (EINVAL, as `ip route get` reports it).
-func Dropped(err error) bool {
-	return errors.Is(err, unix.ENETUNREACH) || errors.Is(err, unix.EINVAL)
-}
-
 // Get asks the kernel, through c (a NETLINK_ROUTE socket), how q is routed.
 // A packet the kernel would not route (a blackhole or unreachable route,
 // no route at all) is an error, as for `ip route get`.
