@@ -69,7 +69,9 @@ const recorderTable = `table inet rec {
 }
 `
 
-func newKernelLab(t testing.TB) *kernelLab {
+// newKernelLab builds the lab; opts configure its nft.Programmer after the
+// defaults (which commit entry changes through an nft.NetlinkEntryConn).
+func newKernelLab(t testing.TB, opts ...nft.Option) *kernelLab {
 	t.Helper()
 	require.Root(t)
 	require.Programs(t, "ip", "nft")
@@ -99,7 +101,7 @@ func newKernelLab(t testing.TB) *kernelLab {
 	if l.conn, err = nftables.New(nftables.WithNetNSFd(l.lbFD)); err != nil {
 		t.Fatal(err)
 	}
-	rules, err := nft.New(l.conn)
+	rules, err := nft.New(l.conn, append([]nft.Option{nft.WithEntryConn(nft.NewNetlinkEntryConn(l.lbFD))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,8 @@ import (
 
 func TestDataplaneFlags(t *testing.T) {
 	c, err := parseFlags([]string{"--gateway", "g"})
-	if err != nil || c.dataplane != dataplaneNFQueue || c.onExit != onExitRemove {
-		t.Fatalf("defaults: %+v, %v; want --dataplane %s --on-exit %s", c, err, dataplaneNFQueue, onExitRemove)
+	if err != nil || c.dataplane != dataplaneKernel || c.onExit != onExitRemove {
+		t.Fatalf("defaults: %+v, %v; want --dataplane %s --on-exit %s", c, err, dataplaneKernel, onExitRemove)
 	}
 	c, err = parseFlags([]string{"--gateway", "g", "--dataplane", "nfqueue", "--on-exit", "keep"})
 	if err != nil || c.dataplane != dataplaneNFQueue || c.onExit != onExitKeep {

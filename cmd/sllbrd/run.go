@@ -84,7 +84,7 @@ func newDaemon(cfg *config, log *slog.Logger) (*daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nftables: %w", err)
 	}
-	rules, err := nft.New(conn)
+	rules, err := nft.New(conn, nft.WithEntryConn(nft.NewNetlinkEntryConn(0)))
 	if err != nil {
 		return nil, fmt.Errorf("nftables: %w", err)
 	}

@@ -210,3 +210,62 @@ func sameChain(got, want *nftables.Chain) bool {
 		got.Priority != nil && *got.Priority == *want.Priority &&
 		(got.Policy == nil || *got.Policy == nftables.ChainPolicyAccept)
 }
+
+// entryChanges returns the entries to rewrite when they are all that
+// differs between want and the compatible current: the same counters,
+// chains with the same rules, sets with the same elements, except entry
+// maps (of unchanged size) whose entries lead elsewhere. ok is false when
+// anything else differs, or when current was read from the kernel rather
+// than committed by us.
+func entryChanges(want *desired, current *tableState) (tx *EntryTx, ok bool) {
+	if len(want.counters) != len(current.counters) || len(want.chains) != len(current.chains) || len(want.sets) != len(current.sets) {
+		return nil, false
+	}
+	for _, name := range want.counters {
+		if !current.counters[name] {
+			return nil, false
+		}
+	}
+	for _, cw := range want.chains {
+		got, ok := current.chains[cw.chain.Name]
+		if !ok || !slices.Equal(got.comments, comments(cw)) {
+			return nil, false
+		}
+	}
+	tx = &EntryTx{Table: want.l.table.Name}
+	for _, s := range want.sets {
+		got, ok := current.sets[s.set.Name]
+		switch {
+		case !ok:
+			return nil, false
+		case s.src != nil && got.src != nil:
+			if s.src.sameContent(got.src) {
+				continue
+			}
+			if s.src.Kind != EntryMap || got.src.Kind != EntryMap || len(s.src.Goto) != len(got.src.Goto) {
+				return nil, false
+			}
+			tx.Maps = append(tx.Maps, changedEntries(s.set.Name, got.src.Goto, s.src.Goto))
+		case s.src == nil && got.src == nil:
+			if add, del := elementsDiff(got.elements(), s.elements()); len(add) > 0 || len(del) > 0 {
+				return nil, false
+			}
+		default:
+			return nil, false
+		}
+	}
+	return tx, true
+}
+
+// changedEntries lists the entries of an entry map that lead elsewhere in
+// want than in committed.
+func changedEntries(set string, committed, want []string) EntryMapChange {
+	c := EntryMapChange{Set: set}
+	for i, chain := range want {
+		if committed[i] != chain {
+			c.Entries = append(c.Entries, uint32(i))
+			c.Goto = append(c.Goto, chain)
+		}
+	}
+	return c
+}

@@ -80,7 +80,12 @@
 // its expressions), and new or removed sets, chains and counters, in an
 // order the kernel accepts (references resolve when added; nothing is
 // deleted while referenced). Programming the same Config twice writes
-// nothing; restarts are idempotent. Cleanup deletes the table. Chains
+// nothing; restarts are idempotent. When nothing but entries of entry
+// maps differs (an endpoint became ready or not ready) and the Programmer
+// has an EntryConn (WithEntryConn), that transaction is encoded by this
+// package into one buffer and sent in one datagram (entries.go: the wire
+// format; NetlinkEntryConn), with the same generation check; everything
+// else goes through google/nftables. Cleanup deletes the table. Chains
 // returns the table's chains and rule comments (what a previous run left);
 // ReadCounters reads the counter objects (on a connection of its own: a
 // Programmer is not safe for concurrent use). ProbeKernelPath checks that

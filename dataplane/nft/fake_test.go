@@ -1,6 +1,7 @@
 package nft
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -20,9 +21,11 @@ type fakeConn struct {
 	pending    []func(map[string]*fakeTable) error
 	ops        []string // names of the operations of the last Flush
 	flushErr   error    // returned by the next Flush
+	race       bool     // someone else commits just before the next Flush
 	rejectExpr func(expr.Any) bool
 	gen        uint32
 	reads      int // state reads (list calls) so far
+	entryTxs   int // transactions committed through CommitEntries
 }
 
 type fakeTable struct {
@@ -318,6 +321,10 @@ func (f *fakeConn) FlushWithGenID(gen uint32) error {
 		f.flushErr = nil
 		return err
 	}
+	if f.race {
+		f.race = false
+		f.gen++
+	}
 	if gen != 0 && gen != f.gen {
 		return errors.New("ERESTART: the ruleset changed")
 	}
@@ -332,6 +339,30 @@ func (f *fakeConn) FlushWithGenID(gen uint32) error {
 	}
 	f.state = next
 	f.gen++
+	return nil
+}
+
+// CommitEntries implements EntryConn: each entry is deleted (it must
+// exist) and added again (its chain must exist), in one transaction.
+func (f *fakeConn) CommitEntries(gen uint32, tx *EntryTx) error {
+	if len(f.pending) > 0 {
+		return errors.New("CommitEntries with operations queued on the Conn")
+	}
+	for _, m := range tx.Maps {
+		set := &nftables.Set{Table: &nftables.Table{Name: tx.Table}, Name: m.Set}
+		var del, add []nftables.SetElement
+		for i, entry := range m.Entries {
+			key := binary.NativeEndian.AppendUint32(nil, entry)
+			del = append(del, nftables.SetElement{Key: key})
+			add = append(add, nftables.SetElement{Key: key, VerdictData: &expr.Verdict{Kind: expr.VerdictGoto, Chain: m.Goto[i]}})
+		}
+		_ = f.SetDeleteElements(set, del)
+		_ = f.SetAddElements(set, add)
+	}
+	if err := f.FlushWithGenID(gen); err != nil {
+		return err
+	}
+	f.entryTxs++
 	return nil
 }
 

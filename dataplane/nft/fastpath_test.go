@@ -46,6 +46,16 @@ func testFastPath(entries []int, sources []netip.Prefix) *FastPath {
 	return f
 }
 
+// testEntries is a map of m entries, entry i leading to endpoint
+// endpoint(i).
+func testEntries(m int, endpoint func(i int) int) []int {
+	out := make([]int, m)
+	for i := range out {
+		out[i] = endpoint(i)
+	}
+	return out
+}
+
 func kernelConfig(f *FastPath) Config {
 	return Config{VIPs: mustAddrs("20.0.0.1", "2000::1"), Queues: QueueRange{First: 0, Count: 2}, Kernel: f}
 }
@@ -67,10 +77,7 @@ func TestProgramFastPathChangesOnlyWhatDiffers(t *testing.T) {
 	f := newFakeConn()
 	p, _ := New(f, WithQueueMode(QueueCompat))
 	const m = 16381
-	entries := make([]int, m)
-	for i := range entries {
-		entries[i] = i % 3
-	}
+	entries := testEntries(m, func(i int) int { return i % 3 })
 	if err := p.Program(kernelConfig(testFastPath(entries, nil))); err != nil {
 		t.Fatal(err)
 	}

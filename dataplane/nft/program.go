@@ -37,9 +37,10 @@ var _ Conn = (*nftables.Conn)(nil)
 
 // Programmer owns one nftables table. It is not safe for concurrent use.
 type Programmer struct {
-	conn  Conn
-	table string
-	mode  QueueMode
+	conn    Conn
+	entries EntryConn // nil: entry changes go through conn like the rest
+	table   string
+	mode    QueueMode
 	// What the table held after our last commit, and the ruleset
 	// generation it was committed as: while the generation is unchanged
 	// nobody else changed any table, and the next Program diffs against
@@ -49,8 +50,9 @@ type Programmer struct {
 }
 
 type options struct {
-	table string
-	mode  QueueMode
+	table   string
+	mode    QueueMode
+	entries EntryConn
 }
 
 // Option configures New.
@@ -61,6 +63,10 @@ func WithTableName(name string) Option { return func(o *options) { o.table = nam
 
 // WithQueueMode skips the kernel probe and uses mode.
 func WithQueueMode(mode QueueMode) Option { return func(o *options) { o.mode = mode } }
+
+// WithEntryConn commits the changes that touch nothing but entries of
+// entry maps through c (see EntryConn).
+func WithEntryConn(c EntryConn) Option { return func(o *options) { o.entries = c } }
 
 // New returns a Programmer using conn, probing the queue encoding unless
 // WithQueueMode is given. It does not touch our table.
@@ -79,7 +85,7 @@ func New(conn Conn, opts ...Option) (*Programmer, error) {
 		}
 		o.mode = m
 	}
-	return &Programmer{conn: conn, table: o.table, mode: o.mode}, nil
+	return &Programmer{conn: conn, entries: o.entries, table: o.table, mode: o.mode}, nil
 }
 
 // Mode reports the queue encoding in use.
@@ -105,6 +111,11 @@ func (p *Programmer) Program(cfg Config) error {
 			return fmt.Errorf("read table inet %s: %w", p.table, err)
 		}
 	}
+	if p.entries != nil && current != nil && compatible(want, current) {
+		if tx, ok := entryChanges(want, current); ok && len(tx.Maps) > 0 {
+			return p.commitEntries(gen.ID, want, tx)
+		}
+	}
 	ops, err := p.queue(want, current)
 	if err != nil {
 		p.cache = nil
@@ -120,6 +131,23 @@ func (p *Programmer) Program(cfg Config) error {
 	}
 	p.cache = nil
 	if after, err := p.conn.GetGen(); err == nil && after.ID == gen.ID+1 {
+		p.cache, p.cacheGen = want.state(), after.ID // nothing committed between
+	}
+	return nil
+}
+
+// commitEntries commits tx, which turns the table into want.
+func (p *Programmer) commitEntries(gen uint32, want *desired, tx *EntryTx) error {
+	p.cache = nil
+	if err := p.entries.CommitEntries(gen, tx); err != nil {
+		return fmt.Errorf("commit %d entries of table inet %s: %w", tx.elements(), p.table, err)
+	}
+	after, err := p.conn.GetGen()
+	switch {
+	case err != nil: // the next Program reads the table back
+	case after.ID == gen:
+		return fmt.Errorf("commit %d entries of table inet %s: the ruleset generation did not change", tx.elements(), p.table)
+	case after.ID == gen+1:
 		p.cache, p.cacheGen = want.state(), after.ID // nothing committed between
 	}
 	return nil

@@ -1,0 +1,129 @@
+package nft
+
+import (
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/google/nftables"
+
+	"github.com/sllbrd/sllbrd/internal/harness/netns"
+)
+
+// countingEntryConn counts the transactions it passes on.
+type countingEntryConn struct {
+	EntryConn
+	commits int
+}
+
+func (c *countingEntryConn) CommitEntries(gen uint32, tx *EntryTx) error {
+	c.commits++
+	return c.EntryConn.CommitEntries(gen, tx)
+}
+
+// kernelEntries reads map set of our table: entry -> chain.
+func kernelEntries(t *testing.T, conn *nftables.Conn, set string) map[uint32]string {
+	t.Helper()
+	elems, err := conn.GetSetElements(&nftables.Set{Table: &nftables.Table{Name: DefaultTableName, Family: nftables.TableFamilyINet}, Name: set})
+	if err != nil {
+		t.Fatalf("list map %s: %v", set, err)
+	}
+	out := make(map[uint32]string, len(elems))
+	for _, e := range elems {
+		v, ok := parseVerdict(e.Val)
+		if !ok || len(e.Key) != 4 {
+			t.Fatalf("map %s: element %x -> %x", set, e.Key, e.Val)
+		}
+		out[binary.NativeEndian.Uint32(e.Key)] = v.Chain
+	}
+	return out
+}
+
+func wantEntries(entries []int) map[uint32]string {
+	out := make(map[uint32]string, len(entries))
+	for i, id := range entries {
+		out[uint32(i)] = fmt.Sprintf("e-%d", id)
+	}
+	return out
+}
+
+// TestIntegrationEntryConnCommitsEntryChanges: on the real kernel, a
+// change of 16,381-entry map's entries goes through NetlinkEntryConn and
+// leaves exactly the wanted entries, with the table and its rules as they
+// were; the kernel refuses a transaction with a stale generation, or one
+// leading to a missing chain, as a whole, and says so.
+func TestIntegrationEntryConnCommitsEntryChanges(t *testing.T) {
+	ns, fd := netns.New(t, "sllbrd-k-entries")
+	conn, err := nftables.New(nftables.WithNetNSFd(fd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entryConn := &countingEntryConn{EntryConn: NewNetlinkEntryConn(fd)}
+	p, err := New(conn, WithEntryConn(entryConn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const m = 16381
+	entries := testEntries(m, func(i int) int { return i % 3 })
+	if err := p.Program(kernelConfig(testFastPath(entries, nil))); err != nil {
+		t.Fatal(err)
+	}
+	before := listTable(t, ns)
+	moved := slices.Clone(entries)
+	for i := range moved {
+		if moved[i] == 2 && i%10 != 2 { // endpoint 2 keeps some entries, so its chain stays
+			moved[i] = i % 2
+		}
+	}
+	if err := p.Program(kernelConfig(testFastPath(moved, nil))); err != nil {
+		t.Fatal(err)
+	}
+	if entryConn.commits != 1 {
+		t.Errorf("%d transactions through the EntryConn, want 1", entryConn.commits)
+	}
+	got := kernelEntries(t, conn, "m4-svc")
+	if want := wantEntries(moved); !maps.Equal(got, want) {
+		t.Fatalf("map m4-svc has %d entries, %d as wanted", len(got), countEqual(got, want))
+	}
+	if after := listTable(t, ns); after.handle != before.handle || !equalRules(before.rules, after.rules) {
+		t.Errorf("the entry change touched the table or its rules")
+	}
+
+	// Refused as a whole: a stale generation, a chain that does not exist.
+	gen, err := conn.GetGen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := EntryTx{Table: DefaultTableName, Maps: []EntryMapChange{{Set: "m4-svc", Entries: []uint32{0, 1, 2}, Goto: []string{"e-1", "e-2", "e-0"}}}}
+	if err := NewNetlinkEntryConn(fd).CommitEntries(gen.ID-1, &back); err == nil {
+		t.Errorf("a transaction with a stale generation was committed")
+	}
+	missing := back
+	missing.Maps = []EntryMapChange{{Set: "m4-svc", Entries: []uint32{0, 1, 2}, Goto: []string{"e-1", "e-9", "e-0"}}}
+	err = NewNetlinkEntryConn(fd).CommitEntries(gen.ID, &missing)
+	if err == nil {
+		t.Errorf("a transaction leading to a missing chain was committed")
+	}
+	t.Logf("missing chain: %v", err)
+	if got := kernelEntries(t, conn, "m4-svc"); !maps.Equal(got, wantEntries(moved)) {
+		t.Errorf("a refused transaction changed %d entries", m-countEqual(got, wantEntries(moved)))
+	}
+	if err := NewNetlinkEntryConn(fd).CommitEntries(gen.ID, &back); err != nil {
+		t.Fatalf("the valid transaction: %v", err)
+	}
+	if got := kernelEntries(t, conn, "m4-svc"); got[0] != "e-1" || got[1] != "e-2" || got[2] != "e-0" || got[3] != "e-0" {
+		t.Errorf("after the valid transaction entries 0-3 lead to %s %s %s %s", got[0], got[1], got[2], got[3])
+	}
+}
+
+func countEqual(a, b map[uint32]string) int {
+	n := 0
+	for k, v := range a {
+		if w, ok := b[k]; ok && w == v {
+			n++
+		}
+	}
+	return n
+}
