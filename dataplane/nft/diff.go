@@ -139,19 +139,16 @@ func queueElements(c Conn, s *setSpec, got *setState) (int, error) {
 // again, in the same transaction. A change of one endpoint of N rewrites
 // about M/N entries (entryBuilder shares their keys and verdicts).
 func queueEntries(c Conn, s *setSpec, committed *Set) (int, error) {
-	var add []nftables.SetElement
-	b := newEntryBuilder(len(s.src.Goto))
-	for i, chain := range s.src.Goto {
-		if committed.Goto[i] != chain {
-			add = append(add, b.entry(i, chain))
-		}
-	}
-	if len(add) == 0 {
+	changed := changedEntries(s.set.Name, committed.Goto, s.src.Goto)
+	if len(changed.Entries) == 0 {
 		return 0, nil
 	}
-	del := make([]nftables.SetElement, len(add))
-	for i, e := range add {
-		del[i] = nftables.SetElement{Key: e.Key}
+	b := newEntryBuilder(len(changed.Entries))
+	add := make([]nftables.SetElement, len(changed.Entries))
+	del := make([]nftables.SetElement, len(changed.Entries))
+	for i, entry := range changed.Entries {
+		add[i] = b.entry(int(entry), changed.Goto[i])
+		del[i] = nftables.SetElement{Key: add[i].Key}
 	}
 	if err := c.SetDeleteElements(s.set, del); err != nil {
 		return 0, err

@@ -111,12 +111,13 @@ func (p *Programmer) Program(cfg Config) error {
 			return fmt.Errorf("read table inet %s: %w", p.table, err)
 		}
 	}
-	if p.entries != nil && current != nil && compatible(want, current) {
+	fits := current != nil && compatible(want, current)
+	if fits && p.entries != nil {
 		if tx, ok := entryChanges(want, current); ok && len(tx.Maps) > 0 {
 			return p.commitEntries(gen.ID, want, tx)
 		}
 	}
-	ops, err := p.queue(want, current)
+	ops, err := p.queue(want, current, fits)
 	if err != nil {
 		p.cache = nil
 		return fmt.Errorf("table inet %s: %w", p.table, err)
@@ -125,14 +126,11 @@ func (p *Programmer) Program(cfg Config) error {
 		p.cache, p.cacheGen = want.state(), gen.ID
 		return nil
 	}
+	p.cache = nil
 	if err := p.conn.FlushWithGenID(gen.ID); err != nil {
-		p.cache = nil
 		return fmt.Errorf("commit table inet %s: %w", p.table, err)
 	}
-	p.cache = nil
-	if after, err := p.conn.GetGen(); err == nil && after.ID == gen.ID+1 {
-		p.cache, p.cacheGen = want.state(), after.ID // nothing committed between
-	}
+	p.cacheCommitted(gen.ID, want)
 	return nil
 }
 
@@ -142,21 +140,32 @@ func (p *Programmer) commitEntries(gen uint32, want *desired, tx *EntryTx) error
 	if err := p.entries.CommitEntries(gen, tx); err != nil {
 		return fmt.Errorf("commit %d entries of table inet %s: %w", tx.elements(), p.table, err)
 	}
-	after, err := p.conn.GetGen()
-	switch {
-	case err != nil: // the next Program reads the table back
-	case after.ID == gen:
+	if after, ok := p.cacheCommitted(gen, want); ok && after == gen {
 		return fmt.Errorf("commit %d entries of table inet %s: the ruleset generation did not change", tx.elements(), p.table)
-	case after.ID == gen+1:
-		p.cache, p.cacheGen = want.state(), after.ID // nothing committed between
 	}
 	return nil
 }
 
+// cacheCommitted reads the ruleset generation after our commit made at
+// generation gen and, when nothing else committed in between, keeps want
+// as what the table holds. ok is false when the generation cannot be read
+// (the next Program then reads the table back).
+func (p *Programmer) cacheCommitted(gen uint32, want *desired) (after uint32, ok bool) {
+	g, err := p.conn.GetGen()
+	if err != nil {
+		return 0, false
+	}
+	if g.ID == gen+1 {
+		p.cache, p.cacheGen = want.state(), g.ID
+	}
+	return g.ID, true
+}
+
 // queue queues on the connection what turns current into want and returns
-// how many operations it queued.
-func (p *Programmer) queue(want *desired, current *tableState) (int, error) {
-	if current == nil || !compatible(want, current) {
+// how many operations it queued: the whole table again unless current fits
+// (is compatible with want).
+func (p *Programmer) queue(want *desired, current *tableState, fits bool) (int, error) {
+	if !fits {
 		t := want.l.table
 		p.conn.AddTable(t) // so that DelTable cannot fail on absence
 		p.conn.DelTable(t)
