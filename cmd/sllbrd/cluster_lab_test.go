@@ -314,17 +314,63 @@ func (c *cluster) closeStreams(streams []*lab.Streams, lost []string, maglevMove
 	}
 }
 
-// decidedTarget is the target lb1's sllbrd decides f's packets to now
-// (`sllbrd explain`), "none" when it decides none.
+// decidedTarget is the target lb1's sllbrd decides f's packets to now.
 func (c *cluster) decidedTarget(f lab.Flow) string {
+	return decidedTo(c.explain(1, f))
+}
+
+// explain is lbi's `sllbrd explain` of f.
+func (c *cluster) explain(i int, f lab.Flow) admin.Explanation {
 	var x admin.Explanation
-	sllbrdJSON(c.t, c.lbs[1].AdminSocket, &x, "explain", f.Proto, f.Src.String(), f.Dst.String())
-	for i := 1; x.Endpoint != nil && i <= 4; i++ {
-		if lab.TargetAddrs(i).For(x.Endpoint.Address) == x.Endpoint.Address {
-			return lab.TargetName(i)
+	sllbrdJSON(c.t, c.lbs[i].AdminSocket, &x, "explain", f.Proto, f.Src.String(), f.Dst.String())
+	return x
+}
+
+// decidedTo names the lab target an explanation decides to, "none" when it
+// decides none.
+func decidedTo(x admin.Explanation) string {
+	if x.Endpoint == nil {
+		return "none"
+	}
+	return targetOf(x.Endpoint.Address)
+}
+
+// everyLBDecides reports whether every SLLBR's sllbrd decides f to a target
+// ok accepts and has programmed its kernel with the generation it decides
+// with. Only then do a new connection's packets meet the same decision
+// whichever SLLBR the gateway's ECMP gives them: a probe reaching the new
+// target shows one SLLBR has the new table, not that all have, and a
+// connection set up through one that has not breaks when its table
+// changes under it (a stateless balancer's expected disruption).
+func (c *cluster) everyLBDecides(f lab.Flow, ok func(target string) bool) bool {
+	for _, i := range slices.Sorted(maps.Keys(c.lbs)) {
+		x := c.explain(i, f)
+		var cfg admin.Config
+		sllbrdJSON(c.t, c.lbs[i].AdminSocket, &cfg, "show", "config")
+		if !ok(decidedTo(x)) || cfg.AppliedGeneration < x.Generation {
+			return false
 		}
 	}
-	return "none"
+	return true
+}
+
+// waitEveryLB waits until every SLLBR decides, for each VIP, a flow of the
+// baseline that reached was (the first in port order) to a target ok
+// accepts.
+func (c *cluster) waitEveryLB(was string, ok func(target string) bool) {
+	for _, vip := range []netip.Addr{vip4, vip6} {
+		var fs []lab.Flow
+		for f, to := range c.base[vip] {
+			if to == was {
+				fs = append(fs, f)
+			}
+		}
+		if len(fs) == 0 {
+			c.t.Fatalf("no flow to %v reached %s in the baseline: %v", vip, was, lab.Distribution(c.base[vip]))
+		}
+		f := slices.MinFunc(fs, func(a, b lab.Flow) int { return a.Src.Compare(b.Src) })
+		waitFor(c.t, 30*time.Second, fmt.Sprintf("every SLLBR decides %v as it should", f), func() bool { return c.everyLBDecides(f, ok) })
+	}
 }
 
 // maglevExtraShare is the share of flows beyond the removed target's that
@@ -351,7 +397,9 @@ func (c *cluster) phaseTargetDeleted() {
 		}
 		return true
 	})
-	c.record("Pod t2 deleted", since("no new flow reaches t2", t0))
+	steps := []string{since("no new flow reaches t2", t0)}
+	c.waitEveryLB("t2", func(to string) bool { return to != "t2" && to != "none" })
+	c.record("Pod t2 deleted", append(steps, since("every SLLBR confirms (explain, applied generation)", t0))...)
 	for _, vip := range []netip.Addr{vip4, vip6} {
 		now := flows(c.t, c.lab, lab.FlowOptions{VIP: vip, Port: flowPort, Proto: "tcp", Count: len(c.base[vip]), SrcPortBase: 21000})
 		moved, extra := 0, 0
@@ -388,7 +436,9 @@ func (c *cluster) phaseNewTarget() {
 		_, d := c.probe(vip4, 30)
 		return d["t4"] > 0
 	})
-	c.record("Pod t4 created (and its sidecar started)", append(steps, since("new flows reach t4", t0))...)
+	steps = append(steps, since("new flows reach t4", t0))
+	c.waitEveryLB("t2", func(to string) bool { return to == "t4" })
+	c.record("Pod t4 created (and its sidecar started)", append(steps, since("every SLLBR confirms t2's flows go to t4", t0))...)
 	for _, vip := range []netip.Addr{vip4, vip6} {
 		now := flows(c.t, c.lab, lab.FlowOptions{VIP: vip, Port: flowPort, Proto: "tcp", Count: len(c.base[vip]), SrcPortBase: 21000})
 		for f, was := range c.base[vip] {

@@ -136,9 +136,10 @@ func checkLabEndpoints(t *testing.T, svcs admin.Services) {
 	}
 }
 
-// targetOf names the lab target with address a.
+// targetOf names the lab target with address a (of the four a lab may
+// have), "none" for another address.
 func targetOf(a netip.Addr) string {
-	for i := 1; i <= 3; i++ {
+	for i := 1; i <= 4; i++ {
 		if lab.TargetAddrs(i).For(a) == a {
 			return lab.TargetName(i)
 		}
