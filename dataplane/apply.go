@@ -39,7 +39,10 @@ type RouteReconciler interface {
 //  3. commit the plan to the hot path (no new packet gets a removed mark;
 //     the grace period of the routes removed by this plan starts);
 //  4. program the VIP sets and queue rules (skipped while the catch-all is
-//     not confirmed in place);
+//     not confirmed in place); with the kernel path, which decides most
+//     packets in these rules, steps 3 and 4 swap once a plan is
+//     committed: userspace follows the kernel's transaction as soon as it
+//     commits, and keeps the previous plan if it fails;
 //  5. delete the routes not wanted any more (route.Prune): those of
 //     endpoints whose grace period has ended, and leftovers of a previous
 //     run on the first Apply;
@@ -126,7 +129,8 @@ type Applied struct {
 // Apply programs st with gateways as the return path's next hops. On error
 // the kernel may be partly updated (every step applies what it can); calling
 // Apply again converges. The plan is committed whenever the routes it needs
-// were attempted, so the hot path never lags the kernel. Applied is filled
+// were attempted (with the kernel path, once a plan is live: when the
+// kernel's rules took it), so the hot path never lags the kernel. Applied is filled
 // in on error too; the caller decides what to announce then (sllbrd keeps
 // announcing only VIPs it already announced).
 func (p *Programmer) Apply(st *model.State, gateways []route.Nexthop) (Applied, error) {
@@ -144,13 +148,25 @@ func (p *Programmer) Apply(st *model.State, gateways []route.Nexthop) (Applied, 
 	endpoints := p.retired.program(current, p.now())
 	paths := []route.ReturnPath{{VIPs: plan.VIPs, Table: p.returnTable, Gateways: gateways}}
 	addErr := p.routes.Add(endpoints, paths)
-	p.engine.Commit(plan)
-	p.retired.committed(p.now())
-	applied.RetireAt = p.retired.next()
+	// With the kernel path, the kernel decides most packets and userspace
+	// the rest (fragments, ICMP errors): userspace changes its decision
+	// right after the kernel's transaction commits, not for the length of
+	// that transaction before it, so a flow's two halves never follow two
+	// tables; it keeps the previous plan, as the kernel does, when the
+	// transaction fails. The first plan is committed first: the packets its
+	// rules queue must find it.
+	afterRules := p.kernel != nil && p.engine.snap.Load() != nil
+	if !afterRules {
+		p.commit(plan)
+	}
 	ruleErr := errNoCatchAll
 	if !errors.Is(addErr, route.ErrNoCatchAll) {
 		ruleErr = p.programRules(plan, &applied)
 	}
+	if afterRules && ruleErr == nil {
+		p.commit(plan)
+	}
+	applied.RetireAt = p.retired.next()
 	var pruneErr error
 	if ruleErr == nil || p.kernel == nil {
 		// The kernel path's maps may still use the marks of removed
@@ -160,6 +176,13 @@ func (p *Programmer) Apply(st *model.State, gateways []route.Nexthop) (Applied, 
 		p.engine.releaseMarks(p.retired.holds)
 	}
 	return applied, errors.Join(wrap("policy routes", addErr), wrap("nftables", ruleErr), wrap("stale policy routes", pruneErr))
+}
+
+// commit makes plan the hot path's and starts the grace period of the
+// routes it no longer uses.
+func (p *Programmer) commit(plan *Plan) {
+	p.engine.Commit(plan)
+	p.retired.committed(p.now())
 }
 
 // programRules programs the VIP sets and queue rules, and with the kernel

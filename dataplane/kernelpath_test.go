@@ -3,6 +3,7 @@ package dataplane
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -61,8 +62,11 @@ func TestApplyKernelPathKeepsRoutesWhenRulesFail(t *testing.T) {
 	if _, err := p.Apply(st2, nil); !errors.Is(err, k.ruleErr) {
 		t.Fatalf("Apply = %v, want the rules' error", err)
 	}
-	if slices.ContainsFunc(k.calls, func(c string) bool { return c == "routes-prune@2" }) {
+	if slices.ContainsFunc(k.calls, func(c string) bool { return strings.HasPrefix(c, "routes-prune") }) {
 		t.Errorf("routes pruned after the rules failed: %v", k.calls)
+	}
+	if g := p.engine.Generation(); g != 1 {
+		t.Errorf("userspace decides with generation %d after the kernel's rules failed, want 1 as the kernel", g)
 	}
 	k.ruleErr = nil
 	k.calls = nil
@@ -71,6 +75,33 @@ func TestApplyKernelPathKeepsRoutesWhenRulesFail(t *testing.T) {
 	}
 	if !slices.Contains(k.calls, "routes-prune@2") {
 		t.Errorf("routes not pruned once the rules are programmed: %v", k.calls)
+	}
+}
+
+// TestApplyKernelPathCommitsAfterItsRules: once a plan is live, userspace
+// takes the next one only after the kernel's rules did (in the fake's
+// record, the generation userspace decides with at each call); the first
+// plan is committed before its rules, which queue packets to it.
+func TestApplyKernelPathCommitsAfterItsRules(t *testing.T) {
+	p, k := kernelProgrammer()
+	if _, err := p.Apply(withNetwork(testState()), nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"routes-add@0", "rules@1", "routes-prune@1"}; !slices.Equal(k.calls, want) {
+		t.Fatalf("first Apply: calls %v, want %v", k.calls, want)
+	}
+	k.calls = nil
+	st := withNetwork(testState())
+	st.Generation = 2
+	st.Services[0].Endpoints = st.Services[0].Endpoints[1:]
+	if _, err := p.Apply(st, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"routes-add@1", "rules@1", "routes-prune@2"}; !slices.Equal(k.calls, want) {
+		t.Errorf("second Apply: calls %v, want %v", k.calls, want)
+	}
+	if g := p.engine.Generation(); g != 2 {
+		t.Errorf("generation %d after the rules took plan 2", g)
 	}
 }
 
