@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+
+	"github.com/sllbrd/sllbrd/internal/tableroute"
 )
 
 type desiredState struct {
@@ -51,7 +53,7 @@ func (rc *Reconciler) addEndpoint(d *desiredState, links map[string]uint32, mark
 		return err
 	}
 	via := e.Via.Unmap().WithZone("")
-	fam := familyOf(via)
+	fam := tableroute.FamilyOf(via)
 	if _, dup := marks[markFamily{e.Mark, fam}]; dup {
 		return fmt.Errorf("%w: mark already used by another endpoint of this family", ErrInvalid)
 	}
@@ -88,12 +90,12 @@ func (rc *Reconciler) addReturnPath(d *desiredState, links map[string]uint32, ta
 			continue
 		}
 		gw := g.Addr.Unmap()
-		hops[familyOf(gw)] = append(hops[familyOf(gw)], Hop{Gateway: gw, IfIndex: idx})
+		hops[tableroute.FamilyOf(gw)] = append(hops[tableroute.FamilyOf(gw)], Hop{Gateway: gw, IfIndex: idx})
 	}
 	families := map[Family]bool{}
 	for _, v := range p.VIPs {
 		v = v.Unmap().WithZone("")
-		fam := familyOf(v)
+		fam := tableroute.FamilyOf(v)
 		families[fam] = true
 		src := netip.PrefixFrom(v, v.BitLen())
 		d.rules = append(d.rules,
@@ -128,6 +130,6 @@ func (rc *Reconciler) linkIndex(cache map[string]uint32, name string) (uint32, e
 }
 
 func dedupHops(h []Hop) []Hop {
-	sortHops(h)
+	tableroute.SortHops(h)
 	return slices.Compact(h)
 }

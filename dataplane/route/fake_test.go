@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+
+	"github.com/sllbrd/sllbrd/internal/tableroute"
 )
 
 // fakeKernel keeps rules and routes in memory and records every change.
@@ -36,8 +38,17 @@ func (f *fakeKernel) LinkIndex(name string) (uint32, error) {
 	return 0, errors.New("no such interface")
 }
 
-func (f *fakeKernel) Rules() ([]Rule, error)   { return slices.Clone(f.rules), nil }
-func (f *fakeKernel) Routes() ([]Route, error) { return slices.Clone(f.routes), nil }
+func (f *fakeKernel) Rules() ([]Rule, error) { return slices.Clone(f.rules), nil }
+
+// Routes lists the routes as the kernel's listing does: hops sorted.
+func (f *fakeKernel) Routes() ([]Route, error) {
+	out := slices.Clone(f.routes)
+	for i := range out {
+		out[i].Hops = slices.Clone(out[i].Hops)
+		tableroute.SortHops(out[i].Hops)
+	}
+	return out, nil
+}
 
 func (f *fakeKernel) AddRule(r Rule) error {
 	if err := f.do("add " + r.String()); err != nil {
@@ -66,7 +77,7 @@ func (f *fakeKernel) ReplaceRoute(r Route) error {
 	if err := f.do("replace " + r.String()); err != nil {
 		return err
 	}
-	f.routes = slices.DeleteFunc(f.routes, func(o Route) bool { return o.key() == r.key() })
+	f.routes = slices.DeleteFunc(f.routes, func(o Route) bool { return o.Key() == r.Key() })
 	f.routes = append(f.routes, r)
 	return nil
 }
@@ -76,7 +87,7 @@ func (f *fakeKernel) DeleteRoute(r Route) error {
 		return err
 	}
 	n := len(f.routes)
-	f.routes = slices.DeleteFunc(f.routes, func(o Route) bool { return o.key() == r.key() })
+	f.routes = slices.DeleteFunc(f.routes, func(o Route) bool { return o.Key() == r.Key() })
 	if len(f.routes) == n {
 		return errors.New("ESRCH")
 	}

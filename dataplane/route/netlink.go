@@ -1,44 +1,35 @@
 package route
 
 import (
-	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 
 	"github.com/jsimonetti/rtnetlink/v2"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/sllbrd/sllbrd/internal/tableroute"
 )
 
 // NetlinkKernel implements Kernel with rtnetlink.
 type NetlinkKernel struct {
-	rt    *rtnetlink.Conn
-	neigh *netlink.Conn
+	rt *rtnetlink.Conn
 }
 
 var _ Kernel = (*NetlinkKernel)(nil)
 
-// NewNetlinkKernel opens rtnetlink sockets in the network namespace netnsFD
-// (0: the caller's).
+// NewNetlinkKernel opens an rtnetlink socket in the network namespace
+// netnsFD (0: the caller's).
 func NewNetlinkKernel(netnsFD int) (*NetlinkKernel, error) {
-	cfg := &netlink.Config{NetNS: netnsFD}
-	rt, err := rtnetlink.Dial(cfg)
+	rt, err := rtnetlink.Dial(&netlink.Config{NetNS: netnsFD})
 	if err != nil {
 		return nil, fmt.Errorf("dial rtnetlink: %w", err)
 	}
-	nc, err := netlink.Dial(unix.NETLINK_ROUTE, cfg)
-	if err != nil {
-		rt.Close()
-		return nil, fmt.Errorf("dial netlink route: %w", err)
-	}
-	return &NetlinkKernel{rt: rt, neigh: nc}, nil
+	return &NetlinkKernel{rt: rt}, nil
 }
 
-// Close closes the sockets.
-func (k *NetlinkKernel) Close() error {
-	return errors.Join(k.rt.Close(), k.neigh.Close())
-}
+// Close closes the socket.
+func (k *NetlinkKernel) Close() error { return k.rt.Close() }
 
 // LinkIndex implements Kernel.
 func (k *NetlinkKernel) LinkIndex(name string) (uint32, error) {
@@ -53,15 +44,6 @@ func (k *NetlinkKernel) LinkIndex(name string) (uint32, error) {
 	}
 	return 0, fmt.Errorf("no such interface")
 }
-
-func afOf(f Family) uint8 {
-	if f == IPv4 {
-		return unix.AF_INET
-	}
-	return unix.AF_INET6
-}
-
-func ipOf(a netip.Addr) net.IP { return net.IP(a.AsSlice()) }
 
 // Rules implements Kernel; rules with actions other than "lookup" and
 // "blackhole", or with selectors we do not use, are returned with a zero
@@ -118,7 +100,7 @@ func ruleFromMessage(m rtnetlink.RuleMessage) (Rule, bool) {
 
 func ruleMessage(r Rule) *rtnetlink.RuleMessage {
 	prio := r.Priority
-	m := &rtnetlink.RuleMessage{Family: afOf(r.Family), Action: unix.FR_ACT_TO_TBL,
+	m := &rtnetlink.RuleMessage{Family: tableroute.AF(r.Family), Action: unix.FR_ACT_TO_TBL,
 		Attributes: &rtnetlink.RuleAttributes{Priority: &prio}}
 	if r.Blackhole {
 		m.Action = unix.FR_ACT_BLACKHOLE
@@ -134,7 +116,7 @@ func ruleMessage(r Rule) *rtnetlink.RuleMessage {
 		m.Attributes.FwMark, m.Attributes.FwMask = &mark, &mask
 	}
 	if r.Src.IsValid() {
-		src := ipOf(r.Src.Addr())
+		src := tableroute.IP(r.Src.Addr())
 		m.SrcLength = uint8(r.Src.Bits())
 		m.Attributes.Src = &src
 	}

@@ -3,6 +3,8 @@ package route
 import (
 	"errors"
 	"fmt"
+
+	"github.com/sllbrd/sllbrd/internal/tableroute"
 )
 
 // Reconciler makes the kernel's policy routing in our ranges match the
@@ -57,8 +59,8 @@ func (rc *Reconciler) Add(endpoints []EndpointRoute, paths []ReturnPath) error {
 		}
 	}
 	for _, r := range want.routes {
-		old, exists := have.routes[r.key()]
-		if exists && old.equal(r) {
+		old, exists := have.routes[r.Key()]
+		if exists && old.Equal(r) {
 			continue
 		}
 		if err := rc.kernel.ReplaceRoute(r); err != nil {
@@ -89,11 +91,11 @@ func (rc *Reconciler) Prune(endpoints []EndpointRoute, paths []ReturnPath) error
 	for _, r := range append(want.catchAll, want.rules...) {
 		keepRules[r] = true
 	}
-	keepRoutes := map[routeKey]bool{}
+	keepRoutes := map[tableroute.Key]bool{}
 	for _, r := range want.routes {
-		keepRoutes[r.key()] = true
+		keepRoutes[r.Key()] = true
 	}
-	return rc.remove(func(r Rule) bool { return keepRules[r] }, func(r Route) bool { return keepRoutes[r.key()] })
+	return rc.remove(func(r Rule) bool { return keepRules[r] }, func(r Route) bool { return keepRoutes[r.Key()] })
 }
 
 // Cleanup deletes every rule and route of ours: rules, then routes, then
@@ -150,12 +152,12 @@ func (rc *Reconciler) flushNeighbours(old, new Route) []error {
 
 type observed struct {
 	rules  map[Rule]bool
-	routes map[routeKey]Route
+	routes map[tableroute.Key]Route
 }
 
 // observe lists the kernel's rules and routes that are ours.
 func (rc *Reconciler) observe() (observed, error) {
-	o := observed{rules: map[Rule]bool{}, routes: map[routeKey]Route{}}
+	o := observed{rules: map[Rule]bool{}, routes: map[tableroute.Key]Route{}}
 	rules, err := rc.kernel.Rules()
 	if err != nil {
 		return o, fmt.Errorf("list rules: %w", err)
@@ -171,8 +173,7 @@ func (rc *Reconciler) observe() (observed, error) {
 	}
 	for _, r := range routes {
 		if rc.ranges.Tables.Contains(r.Table) {
-			sortHops(r.Hops)
-			o.routes[r.key()] = r
+			o.routes[r.Key()] = r
 		}
 	}
 	return o, nil

@@ -22,8 +22,8 @@ func gw(addr, dev string) Nexthop { return Nexthop{Addr: netip.MustParseAddr(add
 func sorted(s ...string) []string { slices.Sort(s); return s }
 
 // catchAll are the rules every Add installs with DefaultRanges.
-var catchAll = []string{"rule v4 pref 10001 fwmark 0x10000/0xffff0000 blackhole",
-	"rule v6 pref 10001 fwmark 0x10000/0xffff0000 blackhole"}
+var catchAll = []string{"rule ipv4 pref 10001 fwmark 0x10000/0xffff0000 blackhole",
+	"rule ipv6 pref 10001 fwmark 0x10000/0xffff0000 blackhole"}
 
 func withCatchAll(rules ...string) []string { return sorted(append(rules, catchAll...)...) }
 
@@ -38,29 +38,29 @@ func TestReconcileDesiredState(t *testing.T) {
 		{
 			name: "endpoints of both families",
 			eps:  []EndpointRoute{ep(0x10001, "10.0.0.2", "eth1"), ep(0x10002, "fd00::2", "eth1")},
-			wantRules: withCatchAll("rule v4 pref 10000 fwmark 0x10001 lookup 65537",
-				"rule v6 pref 10000 fwmark 0x10002 lookup 65538"),
-			wantRoutes: sorted("route v4 table 65537 default metric 100 via 10.0.0.2 ifindex 3",
-				"route v4 table 65537 default metric 1000000 blackhole",
-				"route v6 table 65538 default metric 100 via fd00::2 ifindex 3",
-				"route v6 table 65538 default metric 1000000 blackhole"),
+			wantRules: withCatchAll("rule ipv4 pref 10000 fwmark 0x10001 lookup 65537",
+				"rule ipv6 pref 10000 fwmark 0x10002 lookup 65538"),
+			wantRoutes: sorted("route ipv4 table 65537 default metric 100 via 10.0.0.2 ifindex 3",
+				"route ipv4 table 65537 default metric 1000000 blackhole",
+				"route ipv6 table 65538 default metric 100 via fd00::2 ifindex 3",
+				"route ipv6 table 65538 default metric 1000000 blackhole"),
 		},
 		{
 			name: "return path ECMP v4, single v6",
 			paths: []ReturnPath{{VIPs: addrs("20.0.0.1", "2000::1"), Table: 0x10500,
 				Gateways: []Nexthop{gw("10.9.0.2", "eth2"), gw("10.9.0.1", "eth2"), gw("fd09::1", "eth2"), gw("10.9.0.1", "eth2")}}},
-			wantRules: withCatchAll("rule v4 pref 10002 from 20.0.0.1/32 lookup 66816", "rule v4 pref 10003 from 20.0.0.1/32 blackhole",
-				"rule v6 pref 10002 from 2000::1/128 lookup 66816", "rule v6 pref 10003 from 2000::1/128 blackhole"),
-			wantRoutes: sorted("route v4 table 66816 default metric 100 via 10.9.0.1 ifindex 4 via 10.9.0.2 ifindex 4",
-				"route v4 table 66816 default metric 1000000 blackhole",
-				"route v6 table 66816 default metric 100 via fd09::1 ifindex 4",
-				"route v6 table 66816 default metric 1000000 blackhole"),
+			wantRules: withCatchAll("rule ipv4 pref 10002 from 20.0.0.1/32 lookup 66816", "rule ipv4 pref 10003 from 20.0.0.1/32 blackhole",
+				"rule ipv6 pref 10002 from 2000::1/128 lookup 66816", "rule ipv6 pref 10003 from 2000::1/128 blackhole"),
+			wantRoutes: sorted("route ipv4 table 66816 default metric 100 via 10.9.0.1 ifindex 4 via 10.9.0.2 ifindex 4",
+				"route ipv4 table 66816 default metric 1000000 blackhole",
+				"route ipv6 table 66816 default metric 100 via fd09::1 ifindex 4",
+				"route ipv6 table 66816 default metric 1000000 blackhole"),
 		},
 		{
 			name:       "return path without gateways is a blackhole",
 			paths:      []ReturnPath{{VIPs: addrs("20.0.0.1"), Table: 0x10500}},
-			wantRules:  withCatchAll("rule v4 pref 10002 from 20.0.0.1/32 lookup 66816", "rule v4 pref 10003 from 20.0.0.1/32 blackhole"),
-			wantRoutes: []string{"route v4 table 66816 default metric 1000000 blackhole"},
+			wantRules:  withCatchAll("rule ipv4 pref 10002 from 20.0.0.1/32 lookup 66816", "rule ipv4 pref 10003 from 20.0.0.1/32 blackhole"),
+			wantRoutes: []string{"route ipv4 table 66816 default metric 1000000 blackhole"},
 		},
 		{
 			name:      "nothing desired: the catch-all alone",
@@ -120,7 +120,7 @@ func TestAddReportsMissingCatchAll(t *testing.T) {
 	if !errors.Is(err, ErrNoCatchAll) {
 		t.Fatalf("Add = %v, want ErrNoCatchAll", err)
 	}
-	if got := k.ruleStrings(); !slices.Equal(got, []string{"rule v4 pref 10000 fwmark 0x10001 lookup 65537"}) {
+	if got := k.ruleStrings(); !slices.Equal(got, []string{"rule ipv4 pref 10000 fwmark 0x10001 lookup 65537"}) {
 		t.Errorf("rules %q: the endpoint's rule must still be added", got)
 	}
 	k.fail = nil
@@ -149,8 +149,8 @@ func TestTwoPhases(t *testing.T) {
 			t.Errorf("Add deleted: %q", op)
 		}
 	}
-	wantAll := withCatchAll("rule v4 pref 10000 fwmark 0x10001 lookup 65537",
-		"rule v6 pref 10000 fwmark 0x10002 lookup 65538", "rule v4 pref 10000 fwmark 0x10003 lookup 65539")
+	wantAll := withCatchAll("rule ipv4 pref 10000 fwmark 0x10001 lookup 65537",
+		"rule ipv6 pref 10000 fwmark 0x10002 lookup 65538", "rule ipv4 pref 10000 fwmark 0x10003 lookup 65539")
 	if got := k.ruleStrings(); !slices.Equal(got, wantAll) {
 		t.Errorf("rules after Add\n got  %q\n want %q", got, wantAll)
 	}
@@ -161,9 +161,9 @@ func TestTwoPhases(t *testing.T) {
 	if err := rc.Prune(next, nil); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"del rule v4 pref 10000 fwmark 0x10001 lookup 65537",
-		"del route v4 table 65537 default metric 100 via 10.0.0.2 ifindex 3",
-		"del route v4 table 65537 default metric 1000000 blackhole"}
+	want := []string{"del rule ipv4 pref 10000 fwmark 0x10001 lookup 65537",
+		"del route ipv4 table 65537 default metric 100 via 10.0.0.2 ifindex 3",
+		"del route ipv4 table 65537 default metric 1000000 blackhole"}
 	if !slices.Equal(k.ops[:1], want[:1]) || !slices.Equal(sorted(k.ops[1:]...), want[1:]) {
 		t.Errorf("Prune operations\n got  %q\n want %q (the rule first)", k.ops, want)
 	}
@@ -185,7 +185,7 @@ func TestMarkRepointedInPlace(t *testing.T) {
 	if err := reconcile(rc, []EndpointRoute{ep(0x10001, "10.0.0.3", "eth1")}, nil); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"replace route v4 table 65537 default metric 100 via 10.0.0.3 ifindex 3",
+	want := []string{"replace route ipv4 table 65537 default metric 100 via 10.0.0.3 ifindex 3",
 		"flush neigh 10.0.0.2 ifindex 3"}
 	if !slices.Equal(k.ops, want) {
 		t.Errorf("operations %q, want %q", k.ops, want)
@@ -206,7 +206,7 @@ func TestReconcileOwnership(t *testing.T) {
 		{Family: IPv6, Priority: 10001, Mark: 0x20000, Mask: 0xffff0000, Blackhole: true}, // another block
 	}
 	k.rules = append(slices.Clone(foreign), stale...)
-	foreignRoute := Route{Family: IPv4, Table: 254, Hops: []Hop{{netip.MustParseAddr("10.0.0.9"), 3}}}
+	foreignRoute := Route{Family: IPv4, Table: 254, Hops: []Hop{{Gateway: netip.MustParseAddr("10.0.0.9"), IfIndex: 3}}}
 	staleRoute := Route{Family: IPv6, Table: 0x1ffe0, Metric: 5, Blackhole: true}
 	k.routes = []Route{foreignRoute, staleRoute}
 	rc, _ := New(k)
@@ -220,7 +220,7 @@ func TestReconcileOwnership(t *testing.T) {
 	if !slices.Equal(k.rules, want) {
 		t.Errorf("rules = %v, want %v", k.rules, want)
 	}
-	if len(k.routes) != 3 || !k.routes[0].equal(foreignRoute) || k.routes[1].Table != 0x10001 || k.routes[2].Table != 0x10001 {
+	if len(k.routes) != 3 || !k.routes[0].Equal(foreignRoute) || k.routes[1].Table != 0x10001 || k.routes[2].Table != 0x10001 {
 		t.Errorf("routes = %v", k.routes)
 	}
 }
@@ -280,8 +280,8 @@ func TestReconcilePartialFailure(t *testing.T) {
 	if errors.Is(err, ErrNoCatchAll) {
 		t.Errorf("error wraps ErrNoCatchAll though the catch-all is in place: %v", err)
 	}
-	want := withCatchAll("rule v4 pref 10000 fwmark 0x10001 lookup 65537", "rule v4 pref 10000 fwmark 0x10002 lookup 65538",
-		"rule v4 pref 10000 fwmark 0x10005 lookup 65541")
+	want := withCatchAll("rule ipv4 pref 10000 fwmark 0x10001 lookup 65537", "rule ipv4 pref 10000 fwmark 0x10002 lookup 65538",
+		"rule ipv4 pref 10000 fwmark 0x10005 lookup 65541")
 	if got := k.ruleStrings(); !slices.Equal(got, want) {
 		t.Errorf("rules applied despite failures\n got  %q\n want %q", got, want)
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/sllbrd/sllbrd/internal/harness/netns"
 	"github.com/sllbrd/sllbrd/internal/harness/require"
+
+	"github.com/sllbrd/sllbrd/internal/tableroute"
 )
 
 // gatewaySteps are sets of next hops ("ADDRESS@DEVICE") a table goes
@@ -97,12 +99,12 @@ func TestIntegrationReplaceHopSets(t *testing.T) {
 				}
 				r.Hops = append(r.Hops, Hop{Gateway: n.Addr, IfIndex: idx})
 			}
-			sortHops(r.Hops)
+			tableroute.SortHops(r.Hops)
 			if err := k.ReplaceRoute(r); err != nil {
 				t.Fatalf("IPv%d step %d: %s: %v", fam, i, r, err)
 			}
 			mon.expect(t, r)
-			if got := routesOf(t, k, fam, table); !slices.EqualFunc(got, []Route{r, blackhole}, Route.equal) {
+			if got := routesOf(t, k, fam, table); !slices.EqualFunc(got, []Route{r, blackhole}, Route.Equal) {
 				t.Errorf("IPv%d step %d: Routes() in table %d:\n got  %v\n want %v", fam, i, table, got, []Route{r, blackhole})
 			}
 			af := fmt.Sprintf("-%d route show table %d", fam, table)
@@ -122,7 +124,7 @@ func routesOf(t *testing.T, k Kernel, fam Family, table uint32) []Route {
 	var out []Route
 	for _, r := range all {
 		if r.Family == fam && r.Table == table {
-			sortHops(r.Hops)
+			tableroute.SortHops(r.Hops)
 			out = append(out, r)
 		}
 	}
@@ -167,18 +169,13 @@ func (m *routeMonitor) expect(t *testing.T, want Route) {
 			if rm.Attributes.Table != want.Table {
 				continue
 			}
-			if msg.Header.Type != unix.RTM_NEWROUTE || rm.Attributes.Priority != want.Metric || rm.Family != afOf(want.Family) {
+			if msg.Header.Type != unix.RTM_NEWROUTE || rm.Attributes.Priority != want.Metric || rm.Family != tableroute.AF(want.Family) {
 				t.Errorf("while writing %s the kernel announced another change in the table: type %d (%d: new, %d: deleted) metric %d family %d",
 					want, msg.Header.Type, unix.RTM_NEWROUTE, unix.RTM_DELROUTE, rm.Attributes.Priority, rm.Family)
 				continue
 			}
-			got := Route{Family: want.Family, Table: want.Table, Metric: want.Metric, Blackhole: rm.Type == unix.RTN_BLACKHOLE}
-			if !got.Blackhole {
-				got.Hops = hopsOf(rm.Attributes)
-				sortHops(got.Hops)
-			}
-			if !got.equal(want) {
-				t.Errorf("the kernel announced %s, want %s", got, want)
+			if got, ok := tableroute.RouteOf(&rm); !ok || !got.Equal(want) {
+				t.Errorf("the kernel announced %s (a default route: %v), want %s", got, ok, want)
 			}
 			return
 		}

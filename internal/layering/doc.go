@@ -8,6 +8,9 @@
 //     GoBGP, bgp, bfd or dataplane: sllbrd fills its result types;
 //   - model and maglev depend on the standard library only (model may use
 //     nothing but the standard library, so every package can share it);
+//   - internal/targetnet (the target pod's side) knows netlink and plain
+//     types only, and internal/tableroute (the default routes it shares
+//     with dataplane/route) not even those of sllbrd;
 //   - nothing that ships in bin/sllbrd depends on internal/harness (the lab,
 //     e2e, kubetest, netns and testpkt helpers of the tests).
 package layering

@@ -36,6 +36,8 @@ var rules = []rule{
 	{"internal/admin", append(thirdPartyKube, module+"/dataplane", module+"/bfd")},
 	// The target pod's side knows netlink and plain types only.
 	{"internal/targetnet", append(thirdPartyKube, module+"/dataplane", "github.com/prometheus/")},
+	// What it shares with dataplane/route: routes over netlink, nothing of sllbrd's.
+	{"internal/tableroute", append(thirdPartyKube, module+"/dataplane", module+"/internal/targetnet", module+"/model", "github.com/prometheus/")},
 }
 
 // shipped are the packages linked into the sllbrd binary (and their

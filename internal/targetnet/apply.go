@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/sllbrd/sllbrd/internal/tableroute"
 )
 
 // Applier makes the pod's namespace hold a Desired configuration. It is
@@ -60,7 +62,7 @@ func (a *Applier) Apply(d Desired) (Result, error) {
 
 func (a *Applier) plan(d Desired, obs observed) plan {
 	p := plan{kept: map[string][]Family{}}
-	wantRules, wantAddrs, keepRoutes := map[Rule]bool{}, map[Address]bool{}, map[routeKey]bool{}
+	wantRules, wantAddrs, keepRoutes := map[Rule]bool{}, map[Address]bool{}, map[tableroute.Key]bool{}
 	for _, g := range d.Gateways {
 		for _, f := range Families {
 			vips := g.vipsOf(f)
@@ -119,13 +121,13 @@ func (a *Applier) plan(d Desired, obs observed) plan {
 // planRoutes plans the routes of family f in g's table: the blackhole
 // default and the default over g's next hops. Without next hops the last
 // ones stay: replies keep flowing while the SLLBR pods are replaced.
-func (p *plan) planRoutes(g Gateway, f Family, obs observed, keep map[routeKey]bool) {
+func (p *plan) planRoutes(g Gateway, f Family, obs observed, keep map[tableroute.Key]bool) {
 	hole := Route{Family: f, Table: g.Table, Metric: BlackholeMetric, Blackhole: true}
-	keep[hole.key()] = true
-	if old, ok := obs.routes[hole.key()]; !ok || !old.equal(hole) {
+	keep[hole.Key()] = true
+	if old, ok := obs.routes[hole.Key()]; !ok || !old.Equal(hole) {
 		p.replace = append(p.replace, hole)
 	}
-	key := routeKey{f, g.Table, NextHopMetric}
+	key := tableroute.Key{Family: f, Table: g.Table, Metric: NextHopMetric}
 	old, exists := obs.routes[key]
 	nhs := g.nextHopsOf(f)
 	if len(nhs) == 0 {
@@ -146,7 +148,7 @@ func (p *plan) planRoutes(g Gateway, f Family, obs observed, keep map[routeKey]b
 		want.Hops = append(want.Hops, Hop{Gateway: h, IfIndex: link})
 	}
 	keep[key] = true
-	if exists && old.equal(want) {
+	if exists && old.Equal(want) {
 		return
 	}
 	p.replace = append(p.replace, want)

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+
+	"github.com/sllbrd/sllbrd/internal/tableroute"
 )
 
 // fakeKernel keeps a namespace in memory and records every change.
@@ -34,7 +36,7 @@ func newFakeKernel() *fakeKernel {
 			{Family: IPv4, Priority: 0, Table: 255, Plain: true}, {Family: IPv4, Priority: 32766, Table: 254, Plain: true},
 			{Family: IPv6, Priority: 0, Table: 255, Plain: true}, {Family: IPv6, Priority: 32766, Table: 254, Plain: true},
 		},
-		routes: []Route{{Family: IPv4, Table: 254, Hops: []Hop{{netip.MustParseAddr("10.244.0.1"), 3}}}},
+		routes: []Route{{Family: IPv4, Table: 254, Hops: []Hop{{Gateway: netip.MustParseAddr("10.244.0.1"), IfIndex: 3}}}},
 	}
 }
 
@@ -70,6 +72,7 @@ func (f *fakeKernel) Routes() ([]Route, error) {
 	out := slices.Clone(f.routes)
 	for i := range out {
 		out[i].Hops = slices.Clone(out[i].Hops)
+		tableroute.SortHops(out[i].Hops) // as the kernel's listing
 	}
 	return out, nil
 }
@@ -135,7 +138,7 @@ func (f *fakeKernel) ReplaceRoute(r Route) error {
 		return err
 	}
 	r.Hops = slices.Clone(r.Hops)
-	if i := slices.IndexFunc(f.routes, func(o Route) bool { return o.key() == r.key() }); i >= 0 {
+	if i := slices.IndexFunc(f.routes, func(o Route) bool { return o.Key() == r.Key() }); i >= 0 {
 		f.routes[i] = r
 		return nil
 	}
@@ -149,7 +152,7 @@ func (f *fakeKernel) DeleteRoute(r Route) error {
 	if err := f.do("del " + r.String()); err != nil {
 		return err
 	}
-	i := slices.IndexFunc(f.routes, func(o Route) bool { return o.key() == r.key() })
+	i := slices.IndexFunc(f.routes, func(o Route) bool { return o.Key() == r.Key() })
 	if i < 0 {
 		return errors.New("ESRCH")
 	}

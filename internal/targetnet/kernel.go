@@ -3,8 +3,8 @@ package targetnet
 import (
 	"fmt"
 	"net/netip"
-	"slices"
-	"strings"
+
+	"github.com/sllbrd/sllbrd/internal/tableroute"
 )
 
 // Link is a network interface.
@@ -54,55 +54,12 @@ func (r Rule) String() string {
 	return s
 }
 
-// Hop is one next hop of a route.
-type Hop struct {
-	Gateway netip.Addr
-	IfIndex uint32
-}
-
-// Route is a default route of one table: a blackhole, or unicast over Hops
-// (one, or several for ECMP).
-type Route struct {
-	Family    Family
-	Table     uint32
-	Metric    uint32
-	Blackhole bool
-	Hops      []Hop // sorted by gateway, then interface
-}
-
-// routeKey is what a replace overwrites.
-type routeKey struct {
-	Family Family
-	Table  uint32
-	Metric uint32
-}
-
-func (r Route) key() routeKey { return routeKey{r.Family, r.Table, r.Metric} }
-
-func (r Route) equal(o Route) bool {
-	return r.key() == o.key() && r.Blackhole == o.Blackhole && slices.Equal(r.Hops, o.Hops)
-}
-
-func (r Route) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "route %s table %d default metric %d", r.Family, r.Table, r.Metric)
-	if r.Blackhole {
-		b.WriteString(" blackhole")
-	}
-	for _, h := range r.Hops {
-		fmt.Fprintf(&b, " via %s ifindex %d", h.Gateway, h.IfIndex)
-	}
-	return b.String()
-}
-
-func sortHops(h []Hop) {
-	slices.SortFunc(h, func(a, b Hop) int {
-		if c := a.Gateway.Compare(b.Gateway); c != 0 {
-			return c
-		}
-		return int(a.IfIndex) - int(b.IfIndex)
-	})
-}
+// Hop and Route are tableroute's: a next hop, and the default route of one
+// table (a blackhole, or unicast over one or several hops).
+type (
+	Hop   = tableroute.Hop
+	Route = tableroute.Route
+)
 
 // Kernel is the boundary to the pod's network namespace. Listing returns
 // everything (the Applier tells ours from foreign); each other method
@@ -117,7 +74,8 @@ type Kernel interface {
 	Rules() ([]Rule, error)
 	AddRule(r Rule) error
 	DeleteRule(r Rule) error
-	// Routes returns the default routes (0.0.0.0/0, ::/0) of every table.
+	// Routes returns the default routes (0.0.0.0/0, ::/0) of every table,
+	// each with its hops in tableroute.SortHops order.
 	Routes() ([]Route, error)
 	// ReplaceRoute creates the route or overwrites the one with its key in
 	// one RTM_NEWROUTE with NLM_F_REPLACE: the table is never without it.

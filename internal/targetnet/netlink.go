@@ -3,12 +3,13 @@ package targetnet
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 
 	"github.com/jsimonetti/rtnetlink/v2"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/sllbrd/sllbrd/internal/tableroute"
 )
 
 // NetlinkKernel implements Kernel with rtnetlink in one network namespace.
@@ -53,25 +54,6 @@ func (k *NetlinkKernel) Links() ([]Link, error) {
 	return out, nil
 }
 
-func af(f Family) uint8 {
-	if f == IPv4 {
-		return unix.AF_INET
-	}
-	return unix.AF_INET6
-}
-
-func familyOfAF(a uint8) (Family, bool) {
-	switch a {
-	case unix.AF_INET:
-		return IPv4, true
-	case unix.AF_INET6:
-		return IPv6, true
-	}
-	return 0, false
-}
-
-func ip(a netip.Addr) net.IP { return net.IP(a.AsSlice()) }
-
 // Rules implements Kernel.
 func (k *NetlinkKernel) Rules() ([]Rule, error) {
 	msgs, err := k.rt.Rule.List()
@@ -80,7 +62,7 @@ func (k *NetlinkKernel) Rules() ([]Rule, error) {
 	}
 	var out []Rule
 	for _, m := range msgs {
-		fam, ok := familyOfAF(m.Family)
+		fam, ok := tableroute.FamilyOfAF(m.Family)
 		if !ok || m.Attributes == nil {
 			continue
 		}
@@ -115,7 +97,7 @@ func (k *NetlinkKernel) Rules() ([]Rule, error) {
 
 func ruleMessage(r Rule) *rtnetlink.RuleMessage {
 	prio, table, proto := r.Priority, r.Table, r.Protocol
-	m := &rtnetlink.RuleMessage{Family: af(r.Family), Action: unix.FR_ACT_TO_TBL,
+	m := &rtnetlink.RuleMessage{Family: tableroute.AF(r.Family), Action: unix.FR_ACT_TO_TBL,
 		Attributes: &rtnetlink.RuleAttributes{Priority: &prio, Table: &table, Protocol: &proto}}
 	if r.Blackhole {
 		m.Action, m.Attributes.Table = unix.FR_ACT_BLACKHOLE, nil
@@ -123,7 +105,7 @@ func ruleMessage(r Rule) *rtnetlink.RuleMessage {
 		m.Table = uint8(table)
 	}
 	if r.Src.IsValid() {
-		src := ip(r.Src.Addr())
+		src := tableroute.IP(r.Src.Addr())
 		m.SrcLength = uint8(r.Src.Bits())
 		m.Attributes.Src = &src
 	}
@@ -138,76 +120,16 @@ func (k *NetlinkKernel) DeleteRule(r Rule) error { return k.rt.Rule.Delete(ruleM
 
 // Routes implements Kernel.
 func (k *NetlinkKernel) Routes() ([]Route, error) {
-	msgs, err := k.rt.Route.List()
+	routes, err := tableroute.List(k.rt)
 	if err != nil {
 		return nil, fmt.Errorf("list routes: %w", err)
 	}
-	var out []Route
-	for _, m := range msgs {
-		fam, ok := familyOfAF(m.Family)
-		if !ok || m.DstLength != 0 {
-			continue
-		}
-		r := Route{Family: fam, Table: m.Attributes.Table, Metric: m.Attributes.Priority}
-		if r.Table == 0 {
-			r.Table = uint32(m.Table)
-		}
-		switch m.Type {
-		case unix.RTN_BLACKHOLE:
-			r.Blackhole = true
-		case unix.RTN_UNICAST:
-			r.Hops = hops(m.Attributes)
-		default: // neither of our kinds: differs from anything we want
-			r.Blackhole, r.Hops = true, []Hop{{}}
-		}
-		sortHops(r.Hops)
-		out = append(out, r)
-	}
-	return out, nil
-}
-
-func hops(a rtnetlink.RouteAttributes) []Hop {
-	if len(a.Multipath) == 0 {
-		gw, _ := netip.AddrFromSlice(a.Gateway)
-		return []Hop{{Gateway: gw.Unmap(), IfIndex: a.OutIface}}
-	}
-	out := make([]Hop, 0, len(a.Multipath))
-	for _, nh := range a.Multipath {
-		gw, _ := netip.AddrFromSlice(nh.Gateway)
-		out = append(out, Hop{Gateway: gw.Unmap(), IfIndex: nh.Hop.IfIndex})
-	}
-	return out
+	return routes, nil
 }
 
 // ReplaceRoute implements Kernel: one RTM_NEWROUTE with NLM_F_REPLACE,
-// carrying every next hop (RTA_MULTIPATH), in both families.
-func (k *NetlinkKernel) ReplaceRoute(r Route) error {
-	m := &rtnetlink.RouteMessage{Family: af(r.Family), Protocol: Protocol, Scope: unix.RT_SCOPE_UNIVERSE,
-		Type: unix.RTN_UNICAST, Attributes: rtnetlink.RouteAttributes{Table: r.Table, Priority: r.Metric}}
-	if r.Table < 256 {
-		m.Table = uint8(r.Table)
-	}
-	switch {
-	case r.Blackhole:
-		m.Type = unix.RTN_BLACKHOLE
-	case len(r.Hops) == 1:
-		m.Attributes.Gateway = ip(r.Hops[0].Gateway)
-		m.Attributes.OutIface = r.Hops[0].IfIndex
-	default:
-		for _, h := range r.Hops {
-			m.Attributes.Multipath = append(m.Attributes.Multipath, rtnetlink.NextHop{
-				Hop: rtnetlink.RTNextHop{IfIndex: h.IfIndex}, Gateway: ip(h.Gateway)})
-		}
-	}
-	return k.rt.Route.Replace(m)
-}
+// carrying every next hop, written with our Protocol.
+func (k *NetlinkKernel) ReplaceRoute(r Route) error { return tableroute.Replace(k.rt, r, Protocol) }
 
 // DeleteRoute implements Kernel: the route is selected by its key only.
-func (k *NetlinkKernel) DeleteRoute(r Route) error {
-	m := &rtnetlink.RouteMessage{Family: af(r.Family), Scope: unix.RT_SCOPE_NOWHERE,
-		Attributes: rtnetlink.RouteAttributes{Table: r.Table, Priority: r.Metric}}
-	if r.Table < 256 {
-		m.Table = uint8(r.Table)
-	}
-	return k.rt.Route.Delete(m)
-}
+func (k *NetlinkKernel) DeleteRoute(r Route) error { return tableroute.Delete(k.rt, r) }

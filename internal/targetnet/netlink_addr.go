@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/jsimonetti/rtnetlink/v2"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/sllbrd/sllbrd/internal/tableroute"
 )
 
 // ifaProto is IFA_PROTO (linux/if_addr.h, kernel 5.18): who added an
@@ -54,7 +55,7 @@ func parseAddress(b []byte) (Address, bool, error) {
 	if len(b) < sizeofIfAddrmsg {
 		return Address{}, false, errors.New("short ifaddrmsg")
 	}
-	if _, ok := familyOfAF(b[0]); !ok {
+	if _, ok := tableroute.FamilyOfAF(b[0]); !ok {
 		return Address{}, false, nil
 	}
 	a := Address{LinkIndex: binary.NativeEndian.Uint32(b[4:8])}
@@ -89,7 +90,7 @@ func parseAddress(b []byte) (Address, bool, error) {
 // addressMessage encodes a for RTM_NEWADDR and RTM_DELADDR.
 func addressMessage(a Address, add bool) ([]byte, error) {
 	addr := a.Prefix.Addr()
-	fam := familyOf(addr)
+	fam := tableroute.FamilyOf(addr)
 	var flags uint32
 	if fam == IPv6 {
 		flags = unix.IFA_F_NODAD // a VIP is on every target: DAD would fail
@@ -108,7 +109,7 @@ func addressMessage(a Address, add bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(ifaddrmsg(af(fam), uint8(a.Prefix.Bits()), uint8(flags), unix.RT_SCOPE_UNIVERSE, a.LinkIndex), enc...), nil
+	return append(ifaddrmsg(tableroute.AF(fam), uint8(a.Prefix.Bits()), uint8(flags), unix.RT_SCOPE_UNIVERSE, a.LinkIndex), enc...), nil
 }
 
 // AddAddress implements Kernel.
@@ -137,13 +138,7 @@ func (k *NetlinkKernel) DeleteAddress(a Address) error {
 	return err
 }
 
-// DeleteNeighbour implements Kernel (RTM_DELNEIGH: interface and NDA_DST).
+// DeleteNeighbour implements Kernel.
 func (k *NetlinkKernel) DeleteNeighbour(ifIndex uint32, addr netip.Addr) error {
-	m := &rtnetlink.NeighMessage{Family: uint16(af(familyOf(addr))), Index: ifIndex,
-		Attributes: &rtnetlink.NeighAttributes{Address: ip(addr), IfIndex: ifIndex}}
-	_, err := k.rt.Execute(m, unix.RTM_DELNEIGH, netlink.Request|netlink.Acknowledge)
-	if errors.Is(err, unix.ENOENT) {
-		return nil
-	}
-	return err
+	return tableroute.DeleteNeighbour(k.rt, ifIndex, addr)
 }

@@ -4,17 +4,19 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+
+	"github.com/sllbrd/sllbrd/internal/tableroute"
 )
 
 // observed is one reading of the kernel, split into ours and foreign.
 type observed struct {
 	links    map[uint32]string // index -> name
 	lo       uint32
-	addrs    []Address          // every address
-	ourAddrs map[Address]bool   // addresses carrying Protocol
-	rules    []Rule             // every rule
-	ourRules map[Rule]bool      // rules of ours (see ownsRule)
-	routes   map[routeKey]Route // routes in our tables
+	addrs    []Address                // every address
+	ourAddrs map[Address]bool         // addresses carrying Protocol
+	rules    []Rule                   // every rule
+	ourRules map[Rule]bool            // rules of ours (see ownsRule)
+	routes   map[tableroute.Key]Route // routes in our tables
 }
 
 // ownsRule reports whether r is ours, with our protocol: plain "from
@@ -33,7 +35,7 @@ func ownsRule(r Rule) bool {
 func ownsTable(t uint32) bool { return TableMin <= t && t <= TableMax }
 
 func (a *Applier) observe() (observed, error) {
-	o := observed{links: map[uint32]string{}, ourAddrs: map[Address]bool{}, ourRules: map[Rule]bool{}, routes: map[routeKey]Route{}}
+	o := observed{links: map[uint32]string{}, ourAddrs: map[Address]bool{}, ourRules: map[Rule]bool{}, routes: map[tableroute.Key]Route{}}
 	links, err := a.kernel.Links()
 	if err != nil {
 		return o, err
@@ -69,7 +71,7 @@ func (a *Applier) observe() (observed, error) {
 	}
 	for _, r := range routes {
 		if ownsTable(r.Table) {
-			o.routes[r.key()] = r
+			o.routes[r.Key()] = r
 		}
 	}
 	return o, nil
@@ -108,10 +110,10 @@ func (o observed) interfaceFor(subnets []netip.Prefix) (uint32, bool) {
 
 // ourRule is the rule of a VIP in table.
 func ourRule(vip netip.Prefix, table uint32) Rule {
-	return Rule{Family: familyOf(vip.Addr()), Priority: RulePriority, Src: vip, Table: table, Protocol: Protocol, Plain: true}
+	return Rule{Family: tableroute.FamilyOf(vip.Addr()), Priority: RulePriority, Src: vip, Table: table, Protocol: Protocol, Plain: true}
 }
 
 // dropRule is the blackhole rule behind a VIP's rule (DropRulePriority).
 func dropRule(vip netip.Prefix) Rule {
-	return Rule{Family: familyOf(vip.Addr()), Priority: DropRulePriority, Src: vip, Blackhole: true, Protocol: Protocol, Plain: true}
+	return Rule{Family: tableroute.FamilyOf(vip.Addr()), Priority: DropRulePriority, Src: vip, Blackhole: true, Protocol: Protocol, Plain: true}
 }

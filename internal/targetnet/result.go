@@ -3,6 +3,8 @@ package targetnet
 import (
 	"net/netip"
 	"slices"
+
+	"github.com/sllbrd/sllbrd/internal/tableroute"
 )
 
 // GatewayResult is what the kernel holds for one Gateway after an Apply.
@@ -43,7 +45,7 @@ func (r Result) NextHopCount(f Family) int {
 	n := 0
 	for _, g := range r.Gateways {
 		for _, h := range g.NextHops {
-			if familyOf(h) == f {
+			if tableroute.FamilyOf(h) == f {
 				n++
 			}
 		}
@@ -61,7 +63,7 @@ func result(d Desired, obs observed, p plan) Result {
 			}
 		}
 		for _, f := range Families {
-			r, ok := obs.routes[routeKey{f, g.Table, NextHopMetric}]
+			r, ok := obs.routes[tableroute.Key{Family: f, Table: g.Table, Metric: NextHopMetric}]
 			if !ok || r.Blackhole {
 				continue
 			}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+
+	"github.com/sllbrd/sllbrd/internal/tableroute"
 )
 
 // The numbers that mark what this package creates (docs/target.md).
@@ -37,26 +39,17 @@ const (
 	Loopback = "lo"
 )
 
-// Family is an address family: 4 or 6.
-type Family uint8
+// Family is an address family (tableroute's, shared with the SLLBR side).
+type Family = tableroute.Family
 
 // The address families.
 const (
-	IPv4 Family = 4
-	IPv6 Family = 6
+	IPv4 = tableroute.IPv4
+	IPv6 = tableroute.IPv6
 )
 
 // Families lists both families, IPv4 first.
-var Families = []Family{IPv4, IPv6}
-
-func familyOf(a netip.Addr) Family {
-	if a.Is4() {
-		return IPv4
-	}
-	return IPv6
-}
-
-func (f Family) String() string { return fmt.Sprintf("ipv%d", f) }
+var Families = tableroute.Families
 
 // Gateway is what one Gateway wants in the pod: its VIPs on lo, and
 // VIP-sourced traffic routed over NextHops (the Gateway's SLLBR pods)
@@ -135,8 +128,8 @@ func (g Gateway) validate() error {
 		if !slices.ContainsFunc(g.Subnets, func(s netip.Prefix) bool { return s.Contains(h) }) {
 			return fail("next hop %s is in none of the subnets %v", h, g.Subnets)
 		}
-		if count[familyOf(h)]++; count[familyOf(h)] > MaxNextHops {
-			return fail("more than %d %s next hops", MaxNextHops, familyOf(h))
+		if count[tableroute.FamilyOf(h)]++; count[tableroute.FamilyOf(h)] > MaxNextHops {
+			return fail("more than %d %s next hops", MaxNextHops, tableroute.FamilyOf(h))
 		}
 	}
 	return nil
@@ -159,7 +152,7 @@ func (g Gateway) nextHopsOf(f Family) []netip.Addr {
 func ofFamily[T any](s []T, f Family, addr func(T) netip.Addr) []T {
 	var out []T
 	for _, v := range s {
-		if familyOf(addr(v)) == f {
+		if tableroute.FamilyOf(addr(v)) == f {
 			out = append(out, v)
 		}
 	}
