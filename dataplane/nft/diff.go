@@ -99,15 +99,37 @@ func queueChanges(c Conn, want *desired, current *tableState) (int, error) {
 	return ops + queueDeletions(c, want, current), nil
 }
 
+// setDelta is how an existing set differs from the wanted one, as far as
+// what we committed tells without comparing elements.
+type setDelta int
+
+const (
+	deltaElements setDelta = iota // unknown: compare the elements
+	deltaNone                     // as committed
+	deltaEntries                  // an entry map of the same size whose entries alone differ
+)
+
+// deltaOf classifies the change from got to s; for deltaEntries it
+// returns the entries that lead elsewhere.
+func deltaOf(s *setSpec, got *setState) (setDelta, EntryMapChange) {
+	switch {
+	case s.src == nil || got.src == nil:
+		return deltaElements, EntryMapChange{}
+	case s.src.sameContent(got.src):
+		return deltaNone, EntryMapChange{}
+	case s.src.Kind == EntryMap && got.src.Kind == EntryMap && len(s.src.Goto) == len(got.src.Goto):
+		return deltaEntries, changedEntries(s.set.Name, got.src.Goto, s.src.Goto)
+	}
+	return deltaElements, EntryMapChange{}
+}
+
 // queueElements queues the element changes of one existing set.
 func queueElements(c Conn, s *setSpec, got *setState) (int, error) {
-	if s.src != nil && got.src != nil {
-		if s.src.sameContent(got.src) {
-			return 0, nil // as committed
-		}
-		if s.src.Kind == EntryMap && got.src.Kind == EntryMap && len(s.src.Goto) == len(got.src.Goto) {
-			return queueEntries(c, s, got.src)
-		}
+	switch d, change := deltaOf(s, got); d {
+	case deltaNone:
+		return 0, nil
+	case deltaEntries:
+		return queueEntries(c, s, change)
 	}
 	add, del := elementsDiff(got.elements(), s.elements())
 	if len(add) == 0 && len(del) == 0 {
@@ -138,8 +160,7 @@ func queueElements(c Conn, s *setSpec, got *setState) (int, error) {
 // than in the map we committed (same size): each is deleted and added
 // again, in the same transaction. A change of one endpoint of N rewrites
 // about M/N entries (entryBuilder shares their keys and verdicts).
-func queueEntries(c Conn, s *setSpec, committed *Set) (int, error) {
-	changed := changedEntries(s.set.Name, committed.Goto, s.src.Goto)
+func queueEntries(c Conn, s *setSpec, changed EntryMapChange) (int, error) {
 	if len(changed.Entries) == 0 {
 		return 0, nil
 	}
@@ -211,9 +232,10 @@ func sameChain(got, want *nftables.Chain) bool {
 // entryChanges returns the entries to rewrite when they are all that
 // differs between want and the compatible current: the same counters,
 // chains with the same rules, sets with the same elements, except entry
-// maps (of unchanged size) whose entries lead elsewhere. ok is false when
-// anything else differs, or when current was read from the kernel rather
-// than committed by us.
+// maps (of unchanged size) whose entries lead elsewhere, as deltaOf tells
+// from what we committed. ok is false when anything else differs, and for
+// any difference in a table read back from the kernel (it has no record
+// of what we committed).
 func entryChanges(want *desired, current *tableState) (tx *EntryTx, ok bool) {
 	if len(want.counters) != len(current.counters) || len(want.chains) != len(current.chains) || len(want.sets) != len(current.sets) {
 		return nil, false
@@ -232,23 +254,16 @@ func entryChanges(want *desired, current *tableState) (tx *EntryTx, ok bool) {
 	tx = &EntryTx{Table: want.l.table.Name}
 	for _, s := range want.sets {
 		got, ok := current.sets[s.set.Name]
-		switch {
-		case !ok:
+		if !ok {
 			return nil, false
-		case s.src != nil && got.src != nil:
-			if s.src.sameContent(got.src) {
-				continue
-			}
-			if s.src.Kind != EntryMap || got.src.Kind != EntryMap || len(s.src.Goto) != len(got.src.Goto) {
-				return nil, false
-			}
-			tx.Maps = append(tx.Maps, changedEntries(s.set.Name, got.src.Goto, s.src.Goto))
-		case s.src == nil && got.src == nil:
+		}
+		switch d, change := deltaOf(s, got); d {
+		case deltaEntries:
+			tx.Maps = append(tx.Maps, change)
+		case deltaElements:
 			if add, del := elementsDiff(got.elements(), s.elements()); len(add) > 0 || len(del) > 0 {
 				return nil, false
 			}
-		default:
-			return nil, false
 		}
 	}
 	return tx, true
