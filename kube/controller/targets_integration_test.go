@@ -219,9 +219,9 @@ func TestIntegrationTargetNetwork(t *testing.T) {
 	t.Run("an edit by hand is reverted; a pod leaving the Services loses the annotation", func(t *testing.T) {
 		e.patchAnnotation("t2", kube.AnnotationTargetNetwork, `{"version":1,"generation":99,"gateways":[]}`)
 		e.waitNetwork("t2", noHops)
-		p := e.getPod("t2")
-		p.Labels = map[string]string{"app": "elsewhere"}
-		if _, err := e.kube.CoreV1().Pods(e.ns).Update(e.ctx, p, metav1.UpdateOptions{}); err != nil {
+		// A patch, not an update: the controller may write the pod meanwhile.
+		patch := []byte(`{"metadata":{"labels":{"app":"elsewhere"}}}`)
+		if _, err := e.kube.CoreV1().Pods(e.ns).Patch(e.ctx, "t2", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		e.waitNetwork("t2", "")
