@@ -19,14 +19,15 @@ type desiredState struct {
 // desired translates the input into rules and routes, skipping (and
 // reporting) invalid or conflicting objects.
 func (rc *Reconciler) desired(endpoints []EndpointRoute, paths []ReturnPath) (desiredState, []error) {
-	d := desiredState{endpointTables: map[uint32]uint32{}}
+	d := desiredState{endpointTables: make(map[uint32]uint32, len(endpoints)),
+		rules: make([]Rule, 0, len(endpoints)), routes: make([]Route, 0, 2*len(endpoints))}
 	for _, fam := range []Family{IPv4, IPv6} {
 		d.catchAll = append(d.catchAll, Rule{Family: fam, Priority: rc.ranges.Priorities.Min + catchAllRuleOffset,
 			Mark: rc.ranges.Marks.Value, Mask: rc.ranges.Marks.Mask, Blackhole: true})
 	}
 	var errs []error
 	links := map[string]uint32{}
-	marks := map[markFamily]netip.Addr{}
+	marks := make(map[markFamily]netip.Addr, len(endpoints))
 	for _, e := range endpoints {
 		if err := rc.addEndpoint(&d, links, marks, e); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", e, err))

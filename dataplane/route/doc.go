@@ -67,6 +67,23 @@
 // others: every error is reported, wrapped with the object that failed, in
 // one joined error.
 //
+// Listing. Add and Prune decide from our rules and routes as the kernel
+// lists them. Over a Kernel that is also a ChangeWatcher (NetlinkKernel:
+// a second rtnetlink socket subscribed to the rule, route, link, address
+// and next-hop notifications), they list only when something other than
+// the Reconciler's own requests may have changed them since the last
+// listing: a notification sent for another socket or by the kernel
+// itself (the kernel flushes a link's IPv4 routes without a route
+// notification, after the link's), lost notifications, or a failed
+// change of ours. Otherwise they work from the last listing updated by
+// their own successful changes, which is the kernel's state: an Add and
+// Prune that change nothing make no listing, and whatever anyone else
+// changed before an Add is seen and repaired by it, as with a listing
+// every time. The last listing is not used when a deletion of ours could
+// act on another object than the one it names (one of our rules or
+// routes listed twice, a foreign rule at our priorities): then every
+// Add and Prune lists.
+//
 // The kernel is reached through the Kernel interface; NewNetlinkKernel
 // implements it with rtnetlink (optionally in another network namespace).
 package route

@@ -78,3 +78,16 @@ type Kernel interface {
 	// an absent entry is not an error.
 	DeleteNeighbour(ifIndex uint32, addr netip.Addr) error
 }
+
+// ChangeWatcher is implemented by a Kernel that can tell whether anything
+// but its own calls may have changed rules or routes. A Reconciler over
+// such a Kernel lists rules and routes only when something may have, and
+// otherwise works from the last listing and its own successful changes.
+type ChangeWatcher interface {
+	// ChangedElsewhere reports whether, since its previous call, rules or
+	// default routes may have been changed by another writer or by the
+	// kernel itself (e.g. routes flushed with a link that went down). It
+	// must report true when it cannot tell, and must not report false for
+	// a change that completed before the call.
+	ChangedElsewhere() bool
+}

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 
@@ -11,25 +12,45 @@ import (
 	"github.com/sllbrd/sllbrd/internal/tableroute"
 )
 
-// NetlinkKernel implements Kernel with rtnetlink.
+// NetlinkKernel implements Kernel and ChangeWatcher with rtnetlink.
 type NetlinkKernel struct {
-	rt *rtnetlink.Conn
+	rt    *rtnetlink.Conn
+	watch *watcher
 }
 
-var _ Kernel = (*NetlinkKernel)(nil)
+var (
+	_ Kernel        = (*NetlinkKernel)(nil)
+	_ ChangeWatcher = (*NetlinkKernel)(nil)
+)
 
 // NewNetlinkKernel opens an rtnetlink socket in the network namespace
-// netnsFD (0: the caller's).
+// netnsFD (0: the caller's), and another that is subscribed to the
+// notifications of rules, routes, links and addresses there (for
+// ChangedElsewhere).
 func NewNetlinkKernel(netnsFD int) (*NetlinkKernel, error) {
 	rt, err := rtnetlink.Dial(&netlink.Config{NetNS: netnsFD})
 	if err != nil {
 		return nil, fmt.Errorf("dial rtnetlink: %w", err)
 	}
-	return &NetlinkKernel{rt: rt}, nil
+	self, err := portID(rt)
+	if err == nil {
+		var w *watcher
+		if w, err = dialWatcher(netnsFD, self); err == nil {
+			return &NetlinkKernel{rt: rt, watch: w}, nil
+		}
+	}
+	rt.Close()
+	return nil, err
 }
 
-// Close closes the socket.
-func (k *NetlinkKernel) Close() error { return k.rt.Close() }
+// Close closes the sockets.
+func (k *NetlinkKernel) Close() error { return errors.Join(k.watch.Close(), k.rt.Close()) }
+
+// ChangedElsewhere implements ChangeWatcher: it reads the notifications
+// received since the previous call, and reports true when one of them
+// was not caused by this NetlinkKernel's own requests, or when some were
+// lost or could not be read.
+func (k *NetlinkKernel) ChangedElsewhere() bool { return k.watch.changedElsewhere() }
 
 // LinkIndex implements Kernel.
 func (k *NetlinkKernel) LinkIndex(name string) (uint32, error) {

@@ -12,6 +12,10 @@ import (
 type Reconciler struct {
 	kernel Kernel
 	ranges Ranges
+	// known is our part of the kernel's rules and routes as last listed,
+	// updated by our successful changes since; nil when it must be listed
+	// again (see observe).
+	known *observed
 }
 
 // Option configures New.
@@ -53,7 +57,7 @@ func (rc *Reconciler) Add(endpoints []EndpointRoute, paths []ReturnPath) error {
 	}
 	for _, r := range want.catchAll {
 		if !have.rules[r] {
-			if err := rc.kernel.AddRule(r); err != nil {
+			if err := rc.addRule(r); err != nil {
 				errs = append(errs, fmt.Errorf("%w: add %s: %w", ErrNoCatchAll, r, err))
 			}
 		}
@@ -63,7 +67,7 @@ func (rc *Reconciler) Add(endpoints []EndpointRoute, paths []ReturnPath) error {
 		if exists && old.Equal(r) {
 			continue
 		}
-		if err := rc.kernel.ReplaceRoute(r); err != nil {
+		if err := rc.replaceRoute(r); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", r, err))
 			continue
 		}
@@ -73,7 +77,7 @@ func (rc *Reconciler) Add(endpoints []EndpointRoute, paths []ReturnPath) error {
 	}
 	for _, r := range want.rules {
 		if !have.rules[r] {
-			if err := rc.kernel.AddRule(r); err != nil {
+			if err := rc.addRule(r); err != nil {
 				errs = append(errs, fmt.Errorf("add %s: %w", r, err))
 			}
 		}
@@ -87,11 +91,11 @@ func (rc *Reconciler) Add(endpoints []EndpointRoute, paths []ReturnPath) error {
 // the invalid objects).
 func (rc *Reconciler) Prune(endpoints []EndpointRoute, paths []ReturnPath) error {
 	want, _ := rc.desired(endpoints, paths)
-	keepRules := map[Rule]bool{}
+	keepRules := make(map[Rule]bool, len(want.catchAll)+len(want.rules))
 	for _, r := range append(want.catchAll, want.rules...) {
 		keepRules[r] = true
 	}
-	keepRoutes := map[tableroute.Key]bool{}
+	keepRoutes := make(map[tableroute.Key]bool, len(want.routes))
 	for _, r := range want.routes {
 		keepRoutes[r.Key()] = true
 	}
@@ -117,14 +121,14 @@ func (rc *Reconciler) remove(keepRule func(Rule) bool, keepRoute func(Route) boo
 	var errs []error
 	for r := range have.rules {
 		if !keepRule(r) {
-			if err := rc.kernel.DeleteRule(r); err != nil {
+			if err := rc.deleteRule(r); err != nil {
 				errs = append(errs, fmt.Errorf("delete stale %s: %w", r, err))
 			}
 		}
 	}
 	for _, r := range have.routes {
 		if !keepRoute(r) {
-			if err := rc.kernel.DeleteRoute(r); err != nil {
+			if err := rc.deleteRoute(r); err != nil {
 				errs = append(errs, fmt.Errorf("delete stale %s: %w", r, err))
 			}
 		}
@@ -148,39 +152,4 @@ func (rc *Reconciler) flushNeighbours(old, new Route) []error {
 		}
 	}
 	return errs
-}
-
-type observed struct {
-	rules  map[Rule]bool
-	routes map[tableroute.Key]Route
-}
-
-// observe lists the kernel's rules and routes that are ours.
-func (rc *Reconciler) observe() (observed, error) {
-	o := observed{rules: map[Rule]bool{}, routes: map[tableroute.Key]Route{}}
-	rules, err := rc.kernel.Rules()
-	if err != nil {
-		return o, fmt.Errorf("list rules: %w", err)
-	}
-	for _, r := range rules {
-		if rc.ours(r) {
-			o.rules[r] = true
-		}
-	}
-	routes, err := rc.kernel.Routes()
-	if err != nil {
-		return o, fmt.Errorf("list routes: %w", err)
-	}
-	for _, r := range routes {
-		if rc.ranges.Tables.Contains(r.Table) {
-			o.routes[r.Key()] = r
-		}
-	}
-	return o, nil
-}
-
-// ours reports whether r is in our ranges: its priority is ours and it
-// either looks up one of our tables or is a blackhole rule.
-func (rc *Reconciler) ours(r Rule) bool {
-	return rc.ranges.Priorities.Contains(r.Priority) && (r.Blackhole || rc.ranges.Tables.Contains(r.Table))
 }

@@ -1,0 +1,125 @@
+package route
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/sllbrd/sllbrd/internal/tableroute"
+)
+
+// observed is our part of the kernel's rules and routes.
+type observed struct {
+	rules  map[Rule]bool
+	routes map[tableroute.Key]Route
+	// exact: the listing held no rule or route of ours twice and no
+	// foreign rule at our priorities, so each of our changes acts on
+	// exactly the object it names (a deletion selects by fewer attributes
+	// than a rule has, and by key for a route), and the listing updated
+	// by our changes is the kernel's state.
+	exact bool
+}
+
+// observe returns our rules and routes. Over a ChangeWatcher that reports
+// no change elsewhere since the last listing, and when that listing was
+// exact, it returns that listing as updated by our successful changes
+// since; otherwise it lists the kernel's. The watcher is asked before
+// listing, so a change made by someone else while the kernel is listed is
+// reported at the next observe, which then lists again: nothing changed by
+// anyone else before an observe is missed by it.
+func (rc *Reconciler) observe() (observed, error) {
+	w, watching := rc.kernel.(ChangeWatcher)
+	changed := !watching || w.ChangedElsewhere()
+	if rc.known != nil && !changed {
+		return *rc.known, nil
+	}
+	rc.known = nil
+	o, err := rc.list()
+	if err != nil {
+		return o, err
+	}
+	if watching && o.exact {
+		rc.known = &o
+	}
+	return o, nil
+}
+
+// list lists the kernel's rules and routes that are ours.
+func (rc *Reconciler) list() (observed, error) {
+	o := observed{rules: map[Rule]bool{}, routes: map[tableroute.Key]Route{}, exact: true}
+	rules, err := rc.kernel.Rules()
+	if err != nil {
+		return o, fmt.Errorf("list rules: %w", err)
+	}
+	for _, r := range rules {
+		switch {
+		case rc.ours(r):
+			o.exact = o.exact && !o.rules[r]
+			o.rules[r] = true
+		case rc.ranges.Priorities.Contains(r.Priority):
+			o.exact = false
+		}
+	}
+	routes, err := rc.kernel.Routes()
+	if err != nil {
+		return o, fmt.Errorf("list routes: %w", err)
+	}
+	for _, r := range routes {
+		if rc.ranges.Tables.Contains(r.Table) {
+			_, twice := o.routes[r.Key()]
+			o.exact = o.exact && !twice
+			o.routes[r.Key()] = r
+		}
+	}
+	return o, nil
+}
+
+// ours reports whether r is in our ranges: its priority is ours and it
+// either looks up one of our tables or is a blackhole rule.
+func (rc *Reconciler) ours(r Rule) bool {
+	return rc.ranges.Priorities.Contains(r.Priority) && (r.Blackhole || rc.ranges.Tables.Contains(r.Table))
+}
+
+// The kernel calls of Add, Prune and Cleanup: each records its outcome in
+// rc.known, which a failure forgets (the kernel may have done part of it).
+
+func (rc *Reconciler) addRule(r Rule) error {
+	err := rc.kernel.AddRule(r)
+	if rc.keep(err) {
+		rc.known.rules[r] = true
+	}
+	return err
+}
+
+func (rc *Reconciler) deleteRule(r Rule) error {
+	err := rc.kernel.DeleteRule(r)
+	if rc.keep(err) {
+		delete(rc.known.rules, r)
+	}
+	return err
+}
+
+func (rc *Reconciler) replaceRoute(r Route) error {
+	err := rc.kernel.ReplaceRoute(r)
+	if rc.keep(err) {
+		r.Hops = slices.Clone(r.Hops)
+		rc.known.routes[r.Key()] = r
+	}
+	return err
+}
+
+func (rc *Reconciler) deleteRoute(r Route) error {
+	err := rc.kernel.DeleteRoute(r)
+	if rc.keep(err) {
+		delete(rc.known.routes, r.Key())
+	}
+	return err
+}
+
+// keep reports whether rc.known is kept after a change that returned err:
+// it is forgotten on an error.
+func (rc *Reconciler) keep(err error) bool {
+	if err != nil {
+		rc.known = nil
+	}
+	return rc.known != nil
+}
