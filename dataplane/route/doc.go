@@ -82,7 +82,11 @@
 // every time. The last listing is not used when a deletion of ours could
 // act on another object than the one it names (one of our rules or
 // routes listed twice, a foreign rule at our priorities): then every
-// Add and Prune lists.
+// Add and Prune lists. Nor is a listing older than DefaultMaxListingAge
+// (WithMaxListingAge), shorter than the daemon's resync: every resync
+// still compares with the kernel itself, so a difference that no
+// notification showed (a kernel behaviour the bookkeeping does not model)
+// lasts at most until the next resync.
 //
 // The kernel is reached through the Kernel interface; NewNetlinkKernel
 // implements it with rtnetlink (optionally in another network namespace).

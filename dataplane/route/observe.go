@@ -3,6 +3,7 @@ package route
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/sllbrd/sllbrd/internal/tableroute"
 )
@@ -16,20 +17,21 @@ type observed struct {
 	// exactly the object it names (a deletion selects by fewer attributes
 	// than a rule has, and by key for a route), and the listing updated
 	// by our changes is the kernel's state.
-	exact bool
+	exact    bool
+	listedAt time.Time
 }
 
 // observe returns our rules and routes. Over a ChangeWatcher that reports
-// no change elsewhere since the last listing, and when that listing was
-// exact, it returns that listing as updated by our successful changes
-// since; otherwise it lists the kernel's. The watcher is asked before
+// no change elsewhere since the last listing, when that listing was exact
+// and is not older than maxListingAge, it returns that listing as updated
+// by our successful changes since; otherwise it lists the kernel's. The watcher is asked before
 // listing, so a change made by someone else while the kernel is listed is
 // reported at the next observe, which then lists again: nothing changed by
 // anyone else before an observe is missed by it.
 func (rc *Reconciler) observe() (observed, error) {
 	w, watching := rc.kernel.(ChangeWatcher)
 	changed := !watching || w.ChangedElsewhere()
-	if rc.known != nil && !changed {
+	if rc.known != nil && !changed && time.Since(rc.known.listedAt) < rc.maxListingAge {
 		return *rc.known, nil
 	}
 	rc.known = nil
@@ -45,7 +47,7 @@ func (rc *Reconciler) observe() (observed, error) {
 
 // list lists the kernel's rules and routes that are ours.
 func (rc *Reconciler) list() (observed, error) {
-	o := observed{rules: map[Rule]bool{}, routes: map[tableroute.Key]Route{}, exact: true}
+	o := observed{rules: map[Rule]bool{}, routes: map[tableroute.Key]Route{}, exact: true, listedAt: time.Now()}
 	rules, err := rc.kernel.Rules()
 	if err != nil {
 		return o, fmt.Errorf("list rules: %w", err)

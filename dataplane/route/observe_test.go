@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // watchedFake is a fakeKernel that is a ChangeWatcher: changed is what
@@ -25,10 +26,10 @@ func (w *watchedFake) Rules() ([]Rule, error) { w.lists++; return w.fakeKernel.R
 
 var cacheEndpoints = []EndpointRoute{ep(0x10001, "10.0.0.2", "eth1"), ep(0x10002, "fd00::2", "eth1")}
 
-func newWatched(t *testing.T) (*watchedFake, *Reconciler) {
+func newWatched(t *testing.T, opts ...Option) (*watchedFake, *Reconciler) {
 	t.Helper()
 	k := &watchedFake{fakeKernel: newFakeKernel()}
-	rc, err := New(k)
+	rc, err := New(k, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,6 +69,24 @@ func TestObserveListsOnlyAfterChangesElsewhere(t *testing.T) {
 	if got := k.ruleStrings(); !slices.Equal(got, want) || len(k.routes) != 4 || k.lists != 2 {
 		t.Errorf("after a change elsewhere: %d listings, rules %q, %d routes; want 2 listings, rules %q, 4 routes",
 			k.lists, got, len(k.routes), want)
+	}
+}
+
+// TestObserveListsWhenListingIsOld: a change elsewhere that no
+// notification reported is repaired by the first Add once the listing is
+// older than the maximum age (the daemon's resync).
+func TestObserveListsWhenListingIsOld(t *testing.T) {
+	const age = 20 * time.Millisecond
+	k, rc := newWatched(t, WithMaxListingAge(age))
+	want := k.ruleStrings()
+	lists := k.lists
+	k.rules = slices.DeleteFunc(k.rules, func(r Rule) bool { return r.Mark == 0x10001 }) // unreported
+	time.Sleep(2 * age)
+	if err := reconcile(rc, cacheEndpoints, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := k.ruleStrings(); k.lists == lists || !slices.Equal(got, want) {
+		t.Errorf("after %v: %d new listings, rules %q; want a listing and rules %q", 2*age, k.lists-lists, got, want)
 	}
 }
 

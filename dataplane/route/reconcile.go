@@ -3,6 +3,7 @@ package route
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/sllbrd/sllbrd/internal/tableroute"
 )
@@ -16,17 +17,31 @@ type Reconciler struct {
 	// updated by our successful changes since; nil when it must be listed
 	// again (see observe).
 	known *observed
+	// maxListingAge: a listing older than this is not used.
+	maxListingAge time.Duration
 }
+
+// DefaultMaxListingAge is how long a listing of the kernel's rules and
+// routes is used, with the Reconciler's own changes applied to it, when
+// no change elsewhere is reported: shorter than the daemon's 30 s resync,
+// so every resync compares with the kernel itself, as it did before
+// listings were kept, and a difference the notifications could not show
+// lasts at most one resync.
+const DefaultMaxListingAge = 20 * time.Second
 
 // Option configures New.
 type Option func(*Reconciler)
+
+// WithMaxListingAge replaces DefaultMaxListingAge; 0 lists the kernel at
+// every Add and Prune.
+func WithMaxListingAge(d time.Duration) Option { return func(rc *Reconciler) { rc.maxListingAge = d } }
 
 // WithRanges replaces DefaultRanges.
 func WithRanges(r Ranges) Option { return func(rc *Reconciler) { rc.ranges = r } }
 
 // New returns a Reconciler over k; it does not touch the kernel.
 func New(k Kernel, opts ...Option) (*Reconciler, error) {
-	rc := &Reconciler{kernel: k, ranges: DefaultRanges}
+	rc := &Reconciler{kernel: k, ranges: DefaultRanges, maxListingAge: DefaultMaxListingAge}
 	for _, o := range opts {
 		o(rc)
 	}
