@@ -168,16 +168,14 @@ func TestIntegrationDeployment(t *testing.T) {
 	})
 
 	t.Run("a Gateway that is no longer ours loses its Deployment", func(t *testing.T) {
-		other := e.gateway("sllb-a")
-		other.Spec.GatewayClassName = "someone-elses"
 		class := &gatewayv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses"},
 			Spec: gatewayv1.GatewayClassSpec{ControllerName: "example.org/other"}}
 		if _, err := e.gw.GatewayV1().GatewayClasses().Create(e.ctx, class, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.gw.GatewayV1().Gateways(e.ns).Update(e.ctx, other, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		// A patch, not a read and an update: the controller writes the
+		// Gateway's status meanwhile.
+		e.mergePatchGateway("sllb-a", map[string]any{"spec": map[string]any{"gatewayClassName": "someone-elses"}})
 		e.waitFor("the Deployment deleted", func() (bool, string) {
 			_, err := e.deployment()
 			return apierrors.IsNotFound(err), fmt.Sprint(err)

@@ -124,11 +124,10 @@ func TestIntegrationTargetNetwork(t *testing.T) {
 
 	t.Run("writes only what changed", func(t *testing.T) {
 		rv := e.getPod("t1").ResourceVersion
-		gw := e.gateway("sllb-a")
-		gw.Labels = map[string]string{"touched": "yes"} // every pod of the Gateway is reconciled
-		if _, err := e.gw.GatewayV1().Gateways(e.ns).Update(e.ctx, gw, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		// Every pod of the Gateway is reconciled. A patch, not a read and an
+		// update: the controller writes the Gateway's status meanwhile (the
+		// wait above was on pods only).
+		e.mergePatchGateway("sllb-a", map[string]any{"metadata": map[string]any{"labels": map[string]string{"touched": "yes"}}})
 		e.patchStatusAnnotation("t1", `{"version":1,"observedGeneration":1,"ready":true}`) // as sllbrd target does
 		time.Sleep(500 * time.Millisecond)                                                 // give a wrong write the chance to happen
 		if d, _ := e.network("t1"); d.Generation != 1 {
@@ -183,11 +182,10 @@ func TestIntegrationTargetNetwork(t *testing.T) {
 
 	t.Run("invalid Gateway annotations keep the entry", func(t *testing.T) {
 		before, _ := e.network("t1")
-		gw := e.gateway("sllb-b")
-		gw.Spec.Infrastructure.Annotations[kube.AnnotationNetworkSubnets] = "not json"
-		if _, err := e.gw.GatewayV1().Gateways(e.ns).Update(e.ctx, gw, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		// Patches, not reads and updates: the controller writes sllb-b's
+		// status meanwhile (it was created in the last subtest, which waited
+		// on t1 only).
+		e.setGatewayAnnotation("sllb-b", kube.AnnotationNetworkSubnets, "not json")
 		e.waitFor("sllb-b not accepted", func() (bool, string) {
 			c := conditionOf(e.gateway("sllb-b").Status.Conditions, "Accepted")
 			return strings.HasPrefix(c, "False/InvalidAnnotations"), c
@@ -201,11 +199,7 @@ func TestIntegrationTargetNetwork(t *testing.T) {
 			t.Errorf("generation %d after %d", d.Generation, before.Generation)
 		}
 		// Valid again: the entry follows its Gateway again.
-		gw = e.gateway("sllb-b")
-		gw.Spec.Infrastructure.Annotations[kube.AnnotationNetworkSubnets] = `["169.111.100.0/24","fd00:111::/64"]`
-		if _, err := e.gw.GatewayV1().Gateways(e.ns).Update(e.ctx, gw, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		e.setGatewayAnnotation("sllb-b", kube.AnnotationNetworkSubnets, `["169.111.100.0/24","fd00:111::/64"]`)
 		e.waitNetwork("t1", "sllb-a:50000 "+vipsA+" v4=[169.111.100.3] v6=[fd00:111::3] | sllb-b:50001 vips=[30.0.0.1/32] v4=[] v6=[]")
 	})
 
@@ -267,7 +261,10 @@ func waitWatched(t *testing.T, w watch.Interface, ok func(*corev1.Pod) bool) tim
 	defer cancel()
 	for {
 		select {
-		case ev := <-w.ResultChan():
+		case ev, open := <-w.ResultChan():
+			if !open {
+				t.Fatal("the watch ended")
+			}
 			if p, isPod := ev.Object.(*corev1.Pod); isPod && ok(p) {
 				return time.Now()
 			}
