@@ -25,7 +25,9 @@ import (
 const (
 	deployDir   = "../../deploy"
 	gatewayName = "sllb-a"
-	waitTimeout = 20 * time.Second
+	// waitTimeout bounds every wait for an eventual condition, generously:
+	// the suite runs on a loaded 2-core machine beside the lab tests.
+	waitTimeout = 60 * time.Second
 )
 
 var (
@@ -49,7 +51,7 @@ func newEnv(t *testing.T, ns string) *env {
 	t.Helper()
 	sa := kubetest.ServiceAccount(ns, "sllbrd")
 	cp := kubetest.Start(t, sa)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx, cp: cp, ns: ns, sllbrd: cp.Config(sa.Name)}
 	e.kube = kubernetes.NewForConfigOrDie(cp.AdminConfig())

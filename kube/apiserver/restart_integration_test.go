@@ -25,9 +25,9 @@ func startStopped(t *testing.T, ns string, probe time.Duration) (*env, *running,
 	e.createExamples()
 	r := e.startSource(apiserver.WithProbeInterval(probe))
 	first := r.waitUpdate(t, "a state", func(u manifest.Update) bool { return u.State != nil })
-	r.waitReady(t, true, 5*time.Second)
+	r.waitReady(t, true, waitTimeout)
 	e.cp.StopAPIServer()
-	r.waitReady(t, false, 10*time.Second)
+	r.waitReady(t, false, waitTimeout)
 	r.noUpdate(t, 2*time.Second, "kube-apiserver stopped")
 	return e, r, first
 }
@@ -45,7 +45,11 @@ func TestIntegrationAPIServerRestart(t *testing.T) {
 	t.Logf("while stopped: %s", why)
 
 	e.cp.StartAPIServer()
-	r.waitReady(t, true, 30*time.Second)
+	// The informers back off (0.8 s doubling, plus up to as much again of
+	// jitter): after an outage as long as this one (kube-apiserver restarts
+	// slowly on a loaded machine) their next attempt can be tens of seconds
+	// away.
+	r.waitReady(t, true, waitTimeout)
 	r.noUpdate(t, 3*time.Second, "kube-apiserver restarted with the same objects")
 
 	// API write -> Update latency, with the default debounce.
@@ -85,11 +89,11 @@ func TestIntegrationReadyOnlyAfterWatchesResume(t *testing.T) {
 	viaProxy.Host = "https://" + o.addr
 	r := e.startSourceWith(viaProxy, apiserver.WithProbeInterval(100*time.Millisecond))
 	first := r.waitUpdate(t, "a state", func(u manifest.Update) bool { return u.State != nil })
-	r.waitReady(t, true, 5*time.Second)
+	r.waitReady(t, true, waitTimeout)
 	addr := first.State.Services[0].Endpoints[0].Addr.String()
 
 	o.Cut()
-	r.waitReady(t, false, 10*time.Second)
+	r.waitReady(t, false, waitTimeout)
 	e.updateSlice(t, "service-a-ipv4", func(s *discoveryv1.EndpointSlice) {
 		for i, ep := range s.Endpoints {
 			if slices.Contains(ep.Addresses, addr) {

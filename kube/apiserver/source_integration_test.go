@@ -36,7 +36,7 @@ func TestIntegrationSourceFollowsObjects(t *testing.T) {
 	if len(s.Routes) != 2 || len(s.Routers) != 2 || len(s.Services) != 1 || len(s.Services[0].Endpoints) != 6 {
 		t.Fatalf("first state: %+v", s)
 	}
-	r.waitReady(t, true, 5*time.Second)
+	r.waitReady(t, true, waitTimeout)
 	gen, last := s.Generation, s
 	next := func(what string, ok func(*model.State) bool) *model.State {
 		t.Helper()

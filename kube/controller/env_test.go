@@ -34,8 +34,12 @@ import (
 )
 
 const (
-	deployDir   = "../../deploy"
-	waitTimeout = 30 * time.Second
+	deployDir = "../../deploy"
+	// waitTimeout bounds every wait for an eventual condition. It is
+	// generous: the suite runs on a loaded 2-core machine beside the lab
+	// tests, and a failed write is retried after up to 30 s (the work
+	// queue's maximum backoff), so recovery can take longer than that.
+	waitTimeout = 60 * time.Second
 	className   = "meridio-experiment-stateless-load-balancer"
 	nadName     = "macvlan-nad-1"
 )
@@ -143,11 +147,13 @@ type running struct {
 	stop    func() error // cancels Run and returns its error
 }
 
-// testElection has short timings so hand-overs are quick, and long enough
-// for a loaded 2-core machine not to lose the lead by accident.
+// testElection retries often so hand-overs are quick (a stopped leader
+// releases the Lease, so the lease duration does not delay them), and
+// gives renewals long enough for a loaded 2-core machine not to lose the
+// lead by accident.
 func testElection(identity string) controller.LeaderElection {
 	return controller.LeaderElection{Enabled: true, LeaseName: controller.DefaultLeaseName, Identity: identity,
-		LeaseDuration: 8 * time.Second, RenewDeadline: 6 * time.Second, RetryPeriod: 250 * time.Millisecond}
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 250 * time.Millisecond}
 }
 
 // startController runs a controller as the ServiceAccount of

@@ -25,10 +25,12 @@ import (
 )
 
 const (
-	agentNS  = "sllbrd-target"
-	appPod   = "app-1"
-	example  = "../../deploy/examples/target-application.yaml"
-	deadline = 20 * time.Second
+	agentNS = "sllbrd-target"
+	appPod  = "app-1"
+	example = "../../deploy/examples/target-application.yaml"
+	// deadline bounds every wait for an eventual condition, generously:
+	// the suite runs on a loaded 2-core machine beside the lab tests.
+	deadline = 60 * time.Second
 )
 
 // desired is the controller's annotation for generation gen with the
@@ -59,7 +61,7 @@ func newAgentEnv(t *testing.T) *agentEnv {
 	require.Programs(t, "ip")
 	sa := kubetest.ServiceAccount(agentNS, "target-application")
 	cp := kubetest.Start(t, sa)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	e := &agentEnv{t: t, ctx: ctx, admin: kubernetes.NewForConfigOrDie(cp.AdminConfig()), sa: kubernetes.NewForConfigOrDie(cp.Config(sa.Name))}
 	if _, err := e.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agentNS}}, metav1.CreateOptions{}); err != nil {
