@@ -85,10 +85,16 @@ func Start(l *lab.Lab, node, bin, manifests string, extra ...string) (*Instance,
 // with args choosing the configuration source (e.g. "--kubeconfig", path,
 // "--namespace", ns) and any other flags.
 func StartWithArgs(l *lab.Lab, node, bin string, args ...string) (*Instance, error) {
+	return StartInCgroup(l, node, bin, nil, args...)
+}
+
+// StartInCgroup is StartWithArgs with sllbrd in the memory cgroup cg (none
+// when nil), charged for its memory as a container would be.
+func StartInCgroup(l *lab.Lab, node, bin string, cg *lab.MemCgroup, args ...string) (*Instance, error) {
 	socket := filepath.Join(l.TempDir(), "admin-"+node+".sock")
 	argv := append([]string{bin, "--gateway", "sllb-a", "--metrics-address", MetricsAddress, "--drain", "1s",
 		"--log-level", "debug", "--admin-socket", socket}, args...)
-	p, err := l.Start(node, "sllbrd-"+node, argv...)
+	p, err := l.StartInCgroup(node, "sllbrd-"+node, cg, argv...)
 	if err != nil {
 		return nil, err
 	}

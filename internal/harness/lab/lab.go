@@ -186,7 +186,7 @@ func (l *Lab) StartResponder(ctx context.Context, target string) (*Process, erro
 	for i, v := range l.opts.VIPs {
 		vips[i] = v.String()
 	}
-	p, err := l.start(target, "responder-"+target, "ready", 10*time.Second, bin,
+	p, err := l.start(target, "responder-"+target, "ready", 10*time.Second, nil, bin,
 		"-name", target, "-addr", strings.Join(vips, ","),
 		"-udp", responder.FormatPorts(l.opts.UDPPorts), "-tcp", responder.FormatPorts(l.opts.TCPPorts),
 		"-echo", responder.FormatPorts(l.opts.EchoPorts))

@@ -33,12 +33,19 @@ const stopGrace = 3 * time.Second
 // Start runs args inside node's namespace (through `ip netns exec`, which
 // execs the program, so PID is the program's own). The lab stops it on Close.
 func (l *Lab) Start(node, name string, args ...string) (*Process, error) {
-	return l.start(node, name, "", 0, args...)
+	return l.start(node, name, "", 0, nil, args...)
+}
+
+// StartInCgroup is Start with the program in the memory cgroup cg from its
+// first instruction on (its PID joins the cgroup before `ip netns exec`);
+// it returns once the PID is in the cgroup.
+func (l *Lab) StartInCgroup(node, name string, cg *MemCgroup, args ...string) (*Process, error) {
+	return l.start(node, name, "", 0, cg, args...)
 }
 
 // start is Start that, when readyLine is not empty, waits up to timeout for
-// the program to print that line on stdout.
-func (l *Lab) start(node, name, readyLine string, timeout time.Duration, args ...string) (*Process, error) {
+// the program to print that line on stdout, and runs it in cg if not nil.
+func (l *Lab) start(node, name, readyLine string, timeout time.Duration, cg *MemCgroup, args ...string) (*Process, error) {
 	if len(args) == 0 {
 		return nil, errors.New("lab: start: no command")
 	}
@@ -47,7 +54,13 @@ func (l *Lab) start(node, name, readyLine string, timeout time.Duration, args ..
 		return nil, fmt.Errorf("lab: start %s: %w", name, err)
 	}
 	defer logf.Close() // the child keeps its own descriptor
-	cmd := exec.Command("ip", append([]string{"netns", "exec", l.NS(node)}, args...)...)
+	argv := append([]string{"ip", "netns", "exec", l.NS(node)}, args...)
+	if cg != nil {
+		// The shell joins the cgroup, then becomes ip, which becomes the
+		// program: one PID throughout.
+		argv = append([]string{"sh", "-c", `echo $$ > "$0" && exec "$@"`, cg.ProcsFile()}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = logf
 	if !l.opts.Detach {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -73,6 +86,12 @@ func (l *Lab) start(node, name, readyLine string, timeout time.Duration, args ..
 		return nil, fmt.Errorf("lab: start %s: %w", name, err)
 	}
 	go func() { p.waitErr = cmd.Wait(); close(p.done) }()
+	if cg != nil {
+		if err := cg.waitMember(p.PID, 5*time.Second); err != nil {
+			p.Stop()
+			return nil, fmt.Errorf("lab: start %s: %w (log %s)", name, err, p.LogPath)
+		}
+	}
 	if stdout != nil {
 		if err := waitLine(stdout, readyLine, timeout, logf.Name()); err != nil {
 			p.Stop()

@@ -18,6 +18,10 @@ type ProcStats struct {
 	// process running the same file.
 	RSSAnon uint64
 	Threads int
+	// MajorFaults counts the page faults of all its threads so far that
+	// had to read from disk: a process thrashing under a memory limit
+	// re-reads its binary's pages.
+	MajorFaults uint64
 }
 
 // CPU is the total CPU time (user + system).
@@ -33,7 +37,7 @@ func ReadProcStats(pid int) (ProcStats, error) {
 	if err != nil {
 		return s, fmt.Errorf("proc stats: %w", err)
 	}
-	if s.User, s.System, err = parseStatCPU(stat); err != nil {
+	if s.User, s.System, s.MajorFaults, err = parseStat(stat); err != nil {
 		return s, fmt.Errorf("proc stats of %d: %w", pid, err)
 	}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
@@ -47,24 +51,25 @@ func ReadProcStats(pid int) (ProcStats, error) {
 	return s, nil
 }
 
-// parseStatCPU returns utime and stime (fields 14 and 15) of /proc/PID/stat.
-// The command name (field 2) may contain spaces and parentheses, so fields
-// are counted after its last ')'.
-func parseStatCPU(stat []byte) (user, system time.Duration, err error) {
+// parseStat returns majflt, utime and stime (fields 12, 14 and 15) of
+// /proc/PID/stat. The command name (field 2) may contain spaces and
+// parentheses, so fields are counted after its last ')'.
+func parseStat(stat []byte) (user, system time.Duration, majorFaults uint64, err error) {
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, 0, fmt.Errorf("stat: no command name")
+		return 0, 0, 0, fmt.Errorf("stat: no command name")
 	}
 	f := strings.Fields(string(stat[i+1:])) // f[0] is field 3 (state)
 	if len(f) < 13 {
-		return 0, 0, fmt.Errorf("stat: %d fields after the name, want >= 13", len(f))
+		return 0, 0, 0, fmt.Errorf("stat: %d fields after the name, want >= 13", len(f))
 	}
+	mf, err0 := strconv.ParseUint(f[9], 10, 64)
 	ut, err1 := strconv.ParseUint(f[11], 10, 64)
 	st, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, 0, fmt.Errorf("stat: bad utime/stime %q %q", f[11], f[12])
+	if err0 != nil || err1 != nil || err2 != nil {
+		return 0, 0, 0, fmt.Errorf("stat: bad majflt/utime/stime %q %q %q", f[9], f[11], f[12])
 	}
-	return time.Duration(ut) * clockTick, time.Duration(st) * clockTick, nil
+	return time.Duration(ut) * clockTick, time.Duration(st) * clockTick, mf, nil
 }
 
 // parseStatus returns VmRSS (bytes) and Threads of /proc/PID/status.

@@ -6,15 +6,16 @@ import (
 	"time"
 )
 
-func TestParseStatCPU(t *testing.T) {
+func TestParseStat(t *testing.T) {
 	tests := []struct {
-		name       string
-		stat       string
-		user, syst time.Duration
-		wantErr    bool
+		name        string
+		stat        string
+		user, syst  time.Duration
+		majorFaults uint64
+		wantErr     bool
 	}{
-		{name: "plain", stat: "42 (sllbrd) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 8 0 1000 0 0",
-			user: 2500 * time.Millisecond, syst: 750 * time.Millisecond},
+		{name: "plain", stat: "42 (sllbrd) S 1 42 42 0 -1 4194560 100 0 17 0 250 75 0 0 20 0 8 0 1000 0 0",
+			user: 2500 * time.Millisecond, syst: 750 * time.Millisecond, majorFaults: 17},
 		{name: "name with spaces and parens", stat: "7 (a (b) c) R 1 7 7 0 -1 0 0 0 0 0 3 4 0 0 20 0 1 0 5",
 			user: 30 * time.Millisecond, syst: 40 * time.Millisecond},
 		{name: "truncated", stat: "7 (x) R 1 2 3", wantErr: true},
@@ -22,12 +23,12 @@ func TestParseStatCPU(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			u, s, err := parseStatCPU([]byte(tt.stat))
+			u, s, mf, err := parseStat([]byte(tt.stat))
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
 			}
-			if u != tt.user || s != tt.syst {
-				t.Errorf("got %v/%v, want %v/%v", u, s, tt.user, tt.syst)
+			if u != tt.user || s != tt.syst || mf != tt.majorFaults {
+				t.Errorf("got %v/%v/%d, want %v/%v/%d", u, s, mf, tt.user, tt.syst, tt.majorFaults)
 			}
 		})
 	}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sllbrd/sllbrd/internal/harness/e2e"
+	"github.com/sllbrd/sllbrd/internal/harness/lab"
+)
+
+// After the measurement at rest, sllbrd (manifest files source) is held
+// under each of footprintLimits in turn, smallest last, for
+// footprintLimitHold: the memory limit a container could be given. The
+// kernel then reclaims the binary's pages the process does not use, and
+// reads back from disk (a major fault) every page it needs again.
+var footprintLimits = []uint64{128 << 20, 64 << 20, 48 << 20, 40 << 20, 32 << 20, 24 << 20}
+
+const footprintLimitHold = 15 * time.Second
+
+// limitStep is what sllbrd did under one memory limit.
+type limitStep struct {
+	limit          uint64
+	err            error // the kernel could not reclaim down to the limit, or a read failed
+	killed         bool  // the process ended (the OOM killer)
+	majorFaults    uint64
+	held           time.Duration
+	mem            lab.MemStats
+	cgroup         lab.CgroupMemStats
+	ready          string  // sllbrd_ready at the end of the hold, or why it is not known
+	announced      bool    // the gateway still routes both VIPs via sllbrd
+	bfdDown, flaps float64 // BFD sessions leaving Up and BGP session flaps during the hold
+}
+
+// footprintThrashing is the rate of major faults under a limit at which the
+// steps stop going lower: the process spends its time reading its binary
+// back from disk.
+const footprintThrashing = 50 // per second
+
+// holdUnderLimits runs the limit steps on inst, in cg, and returns them; it
+// stops after the first step the process does not survive or thrashes in,
+// and lifts the limit.
+func holdUnderLimits(t *testing.T, inst *e2e.Instance, cg *lab.MemCgroup, announced func() bool) []limitStep {
+	t.Helper()
+	defer func() {
+		if err := cg.RemoveLimit(); err != nil {
+			t.Error(err)
+		}
+	}()
+	var steps []limitStep
+	for _, limit := range footprintLimits {
+		if n := len(steps); n > 0 && float64(steps[n-1].majorFaults)/steps[n-1].held.Seconds() > footprintThrashing {
+			break
+		}
+		steps = append(steps, limitStep{limit: limit})
+		st := &steps[len(steps)-1]
+		before, err := lab.ReadProcStats(inst.Proc.PID)
+		if err != nil {
+			st.err = err
+			return steps
+		}
+		bfd0, flaps0 := churn(inst)
+		start := time.Now()
+		if st.err = cg.SetLimit(limit); st.err != nil {
+			return steps // it holds more than this and cannot give it back
+		}
+		// Scraped as Prometheus and the probes would during the hold.
+		for end := start.Add(footprintLimitHold); time.Now().Before(end) && !st.killed; {
+			select {
+			case <-inst.Proc.Done():
+				st.killed = true
+			case <-time.After(5 * time.Second):
+				_, _, _ = inst.Metric("sllbrd_ready")
+			}
+		}
+		st.held = time.Since(start)
+		after, err := lab.ReadProcStats(inst.Proc.PID)
+		if st.killed || err != nil {
+			st.killed = true
+			return steps
+		}
+		st.majorFaults = after.MajorFaults - before.MajorFaults
+		if st.mem, st.err = lab.ReadMemStats(inst.Proc.PID); st.err != nil {
+			return steps
+		}
+		if st.cgroup, st.err = cg.Stats(); st.err != nil {
+			return steps
+		}
+		st.ready = readiness(inst)
+		st.announced = announced()
+		bfd1, flaps1 := churn(inst)
+		st.bfdDown, st.flaps = bfd1-bfd0, flaps1-flaps0
+		t.Logf("under %.0f MiB for %v: %d major faults, working set %.1f MiB, ready %s, VIPs routed %v",
+			mib(limit), st.held.Round(time.Millisecond), st.majorFaults, mib(st.cgroup.WorkingSet()), st.ready, st.announced)
+	}
+	return steps
+}
+
+// readiness is sllbrd_ready as /metrics says it.
+func readiness(inst *e2e.Instance) string {
+	switch v, ok, err := inst.Metric("sllbrd_ready "); {
+	case err != nil:
+		return "no answer"
+	case !ok:
+		return "absent"
+	default:
+		return fmt.Sprint(v == 1)
+	}
+}
+
+// churn returns the BFD down transitions and BGP session flaps so far.
+func churn(inst *e2e.Instance) (bfdDown, flaps float64) {
+	bfdDown, _, _ = inst.Metric(`sllbrd_bfd_transitions_total{direction="down"`)
+	flaps, _, _ = inst.Metric("sllbrd_bgp_session_flaps_total{")
+	return bfdDown, flaps
+}
+
+// printLimitSteps logs one row per limit.
+func printLimitSteps(t *testing.T, source string, steps []limitStep) {
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "limit MiB\tmajor faults/s\tworking set\tusage\tanon\tVmRSS\tready\tVIPs routed\tBFD down\tBGP flaps\t")
+	for _, s := range steps {
+		switch {
+		case s.err != nil:
+			fmt.Fprintf(w, "%.0f\t%v\t\n", mib(s.limit), s.err)
+		case s.killed:
+			fmt.Fprintf(w, "%.0f\tkilled (OOM)\t\n", mib(s.limit))
+		default:
+			fmt.Fprintf(w, "%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%v\t%.0f\t%.0f\t\n", mib(s.limit),
+				float64(s.majorFaults)/s.held.Seconds(), mib(s.cgroup.WorkingSet()), mib(s.cgroup.Usage),
+				mib(s.cgroup.Anon), mib(s.mem.RSS), s.ready, s.announced, s.bfdDown, s.flaps)
+		}
+	}
+	w.Flush()
+	t.Logf("sllbrd (%s) held %v under each memory limit, after resting without one:\n%s", source, footprintLimitHold, b.String())
+}
