@@ -10,12 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/sllbrd/sllbrd/internal/harness/kubetest"
 	"github.com/sllbrd/sllbrd/kube/apiserver"
@@ -72,53 +69,9 @@ func newEnv(t *testing.T, ns string) *env {
 	if err := e.client.InstallCRDs(ctx, crds...); err != nil {
 		t.Fatalf("install CRDs: %v", err)
 	}
-	waitDiscovered(t, cp.AdminConfig(), crds...)
 	rbac, _ := filepath.Glob(filepath.Join(deployDir, "rbac", "*.yaml"))
 	e.createFiles(rbac...)
 	return e
-}
-
-// waitDiscovered waits until the API server's discovery lists every served
-// version of the CRDs of the files. A CRD is established before discovery
-// lists it (both are done asynchronously by the server, further apart on a
-// loaded machine), and kubetest.Client maps kinds through discovery: a
-// create right after the CRDs were installed could fail with "no matches
-// for kind".
-func waitDiscovered(t *testing.T, cfg *rest.Config, paths ...string) {
-	t.Helper()
-	objs, err := kubetest.ReadObjects(paths...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	deadline := time.Now().Add(waitTimeout)
-	for _, o := range objs {
-		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
-		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
-		versions, _, _ := unstructured.NestedSlice(o.Object, "spec", "versions")
-		for _, v := range versions {
-			m, _ := v.(map[string]any)
-			version, _ := m["name"].(string)
-			if served, _ := m["served"].(bool); !served {
-				continue
-			}
-			for {
-				_, err := mapper.RESTMapping(schema.GroupKind{Group: group, Kind: kind}, version)
-				if err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s %s/%s not in the API server's discovery within %v: %v", kind, group, version, waitTimeout, err)
-				}
-				time.Sleep(100 * time.Millisecond)
-				mapper.Reset()
-			}
-		}
-	}
 }
 
 // createFiles creates every object of the files in the namespace.

@@ -14,14 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
@@ -78,58 +73,9 @@ func newEnv(t *testing.T, ns string) *env {
 	if err := e.dyn.InstallAllCRDs(ctx, deployDir); err != nil {
 		t.Fatalf("install CRDs: %v", err)
 	}
-	crds, _ := filepath.Glob(filepath.Join(deployDir, "crds", "*.yaml"))
-	gatewayCRDs, err := kubetest.GatewayAPICRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitDiscovered(t, cp.AdminConfig(), append(crds, gatewayCRDs...)...)
 	rbac, _ := filepath.Glob(filepath.Join(deployDir, "controller", "*role*.yaml"))
 	e.createFiles(append(rbac, filepath.Join(deployDir, "controller", "service_account.yaml"))...)
 	return e
-}
-
-// waitDiscovered waits until the API server's discovery lists every served
-// version of the CRDs of the files. A CRD is established before discovery
-// lists it (both are done asynchronously by the server, further apart on a
-// loaded machine), and kubetest.Client maps kinds through discovery: a
-// create right after the CRDs were installed could fail with "no matches
-// for kind".
-func waitDiscovered(t *testing.T, cfg *rest.Config, paths ...string) {
-	t.Helper()
-	objs, err := kubetest.ReadObjects(paths...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	deadline := time.Now().Add(waitTimeout)
-	for _, o := range objs {
-		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
-		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
-		versions, _, _ := unstructured.NestedSlice(o.Object, "spec", "versions")
-		for _, v := range versions {
-			m, _ := v.(map[string]any)
-			version, _ := m["name"].(string)
-			if served, _ := m["served"].(bool); !served {
-				continue
-			}
-			for {
-				_, err := mapper.RESTMapping(schema.GroupKind{Group: group, Kind: kind}, version)
-				if err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s %s/%s not in the API server's discovery within %v: %v", kind, group, version, waitTimeout, err)
-				}
-				time.Sleep(100 * time.Millisecond)
-				mapper.Reset()
-			}
-		}
-	}
 }
 
 // createFiles creates every object of the files in the namespace.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -112,8 +113,18 @@ func (c *Client) Create(ctx context.Context, namespace string, obj *unstructured
 	return r.Create(ctx, obj, createOptions)
 }
 
-// InstallCRDs creates the CustomResourceDefinitions of the files and waits
-// until they are established.
+// discoveryTimeout bounds InstallCRDs' wait for discovery to list the CRDs,
+// generously: the API server publishes them asynchronously, late on a
+// loaded machine.
+const discoveryTimeout = 60 * time.Second
+
+// InstallCRDs creates the CustomResourceDefinitions of the files, waits
+// until they are established, then until the Client maps every served
+// version of their kinds: the API server lists an established CRD in
+// discovery a little later, and the Client maps kinds through discovery, so
+// without the second wait a Create right after InstallCRDs could fail with
+// "no matches for kind". The second wait lasts at most discoveryTimeout (and
+// ctx), its error names the kinds still missing.
 func (c *Client) InstallCRDs(ctx context.Context, paths ...string) error {
 	objs, err := ReadObjects(paths...)
 	if err != nil {
@@ -129,8 +140,56 @@ func (c *Client) InstallCRDs(ctx context.Context, paths ...string) error {
 			return err
 		}
 	}
-	c.mapper.Reset()
-	return nil
+	return waitMapped(ctx, c.mapper, servedKinds(objs), 100*time.Millisecond, discoveryTimeout)
+}
+
+// servedKinds returns the kind of every served version of the CRDs.
+func servedKinds(crds []*unstructured.Unstructured) []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	for _, o := range crds {
+		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+		versions, _, _ := unstructured.NestedSlice(o.Object, "spec", "versions")
+		for _, v := range versions {
+			m, _ := v.(map[string]any)
+			version, _ := m["name"].(string)
+			if served, _ := m["served"].(bool); served {
+				out = append(out, schema.GroupVersionKind{Group: group, Version: version, Kind: kind})
+			}
+		}
+	}
+	return out
+}
+
+// waitMapped waits until mapper maps every kind of want, resetting the
+// mapper (its cached discovery) before each try, one every interval, for at
+// most timeout (and ctx). The error names the kinds still not mapped.
+func waitMapped(ctx context.Context, mapper meta.ResettableRESTMapper, want []schema.GroupVersionKind, interval, timeout time.Duration) error {
+	missing := want
+	var lastErr error
+	start := time.Now()
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true,
+		func(context.Context) (bool, error) {
+			mapper.Reset()
+			var still []schema.GroupVersionKind
+			for _, gvk := range missing {
+				if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+					still = append(still, gvk)
+					lastErr = err
+				}
+			}
+			missing = still
+			return len(missing) == 0, nil
+		})
+	if err == nil {
+		return nil
+	}
+	names := make([]string, len(missing))
+	for i, gvk := range missing {
+		names[i] = gvk.Kind + " " + gvk.GroupVersion().String()
+	}
+	return fmt.Errorf("CRDs established but still not in the API server's discovery after %v: %s (%w; last mapping error: %v)",
+		time.Since(start).Round(time.Millisecond), strings.Join(names, ", "), err, lastErr)
 }
 
 func (c *Client) waitEstablished(ctx context.Context, name string) error {

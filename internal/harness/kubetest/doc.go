@@ -21,6 +21,12 @@
 //   - Processes are forked from an OS thread that outlives them, so their
 //     kill-on-parent-death signal fires only when the test process dies
 //     (not when a test's goroutine that entered a namespace ends).
+//   - Client.InstallCRDs (and InstallAllCRDs) returns once the CRDs are
+//     established and the Client maps every served version of their kinds
+//     (the API server lists a CRD in discovery a little after establishing
+//     it), so objects of those kinds can be created right away; it waits
+//     at most 60 s (and ctx) for discovery, and its error names the kinds
+//     still missing.
 //   - The serving certificate covers 127.0.0.1, ::1, localhost and the
 //     address given to StartAt.
 package kubetest
