@@ -3,6 +3,8 @@ SHELL        := /bin/bash
 GO           ?= go
 BIN          := bin/sllbrd
 PKGS         := ./...
+# The memory limits `make footprint` holds sllbrd under (sweep: 128 MiB down to where it thrashes).
+FOOTPRINT_LIMITS ?= sweep
 FUZZTIME     ?= 10s
 # Fuzz targets run for FUZZTIME each by `make test` (package:FuzzName).
 FUZZ_TARGETS := $(shell cat hack/fuzz-targets.txt 2>/dev/null)
@@ -63,9 +65,9 @@ bench-e2e: deps ## Packets per second through sllbrd vs plain kernel forwarding 
 	$(GO) run ./internal/harness/e2e/cmd/benche2e
 
 .PHONY: footprint
-footprint: deps ## sllbrd's memory at rest in the lab (deploy/examples; files, API server, static): VmRSS, PSS, Go runtime (root). FOOTPRINT_COMPARE=name=path,... adds binaries.
+footprint: deps ## sllbrd's memory at rest in the lab (deploy/examples; files, API server, static): VmRSS, PSS, cgroup, Go runtime, and the memory limits it runs under (root). FOOTPRINT_COMPARE=name=path,... adds binaries; FOOTPRINT_LIMITS=sweep|MiB,... the limits.
 	@assets=$$(hack/kube-assets.sh) && KUBEBUILDER_ASSETS=$$assets SLLBRD_REQUIRE_INTEGRATION=1 \
-	  SLLBRD_FOOTPRINT_COMPARE=$(FOOTPRINT_COMPARE) $(GO) test -count=1 -v -run '^TestIntegrationFootprint$$' ./cmd/sllbrd/
+	  SLLBRD_FOOTPRINT_COMPARE=$(FOOTPRINT_COMPARE) SLLBRD_FOOTPRINT_LIMITS=$(FOOTPRINT_LIMITS) $(GO) test -count=1 -v -run '^TestIntegrationFootprint$$' ./cmd/sllbrd/
 
 .PHONY: fuzz
 fuzz: ## Longer fuzzing: FUZZTIME=5m make fuzz.
