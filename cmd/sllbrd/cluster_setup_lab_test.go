@@ -47,19 +47,23 @@ var (
 
 // cluster is the lab with a control plane and sllbrd's three roles.
 type cluster struct {
-	t         *testing.T
-	ctx       context.Context
-	lab       *lab.Lab
-	cp        *kubetest.ControlPlane
-	kube      kubernetes.Interface // admin
-	dyn       *kubetest.Client
-	bird      *lab.BIRD
-	ctl       *controllerProc
-	lbs       map[int]*e2e.Instance
-	sidecars  map[int]*lab.Process
-	dataplane string // kubeconfig of the SLLBR pods' ServiceAccount
-	target    string // kubeconfig of the application's ServiceAccount
-	latencies []latency
+	t        *testing.T
+	ctx      context.Context
+	lab      *lab.Lab
+	cp       *kubetest.ControlPlane
+	kube     kubernetes.Interface // admin
+	dyn      *kubetest.Client
+	bird     *lab.BIRD
+	ctl      *controllerProc
+	lbs      map[int]*e2e.Instance
+	sidecars map[int]*lab.Process
+	// sidecarBin and sidecarLimit: the sidecars run from their own copy of
+	// the binary, each in a memory cgroup with the example's limit.
+	sidecarBin   string
+	sidecarLimit uint64
+	dataplane    string // kubeconfig of the SLLBR pods' ServiceAccount
+	target       string // kubeconfig of the application's ServiceAccount
+	latencies    []latency
 	// base holds the flows of the first phase, compared by later ones.
 	base map[netip.Addr]map[lab.Flow]string
 }
@@ -117,6 +121,7 @@ func newCluster(t *testing.T) *cluster {
 		}
 	}
 	c.ctl = startControllerProc(t, c.cp.Kubeconfig(controllerSA.Name), clusterNS)
+	c.sidecarBin, c.sidecarLimit = sidecarBinary(t, l), sidecarMemoryLimit(t)
 	return c
 }
 
@@ -240,17 +245,28 @@ func (c *cluster) postLBPod(i int) {
 
 // startTarget creates target i's Pod object, starts `sllbrd target` in its
 // namespace with POD_NAME and POD_NAMESPACE in the environment (the
-// downward API), and plays kubelet's readiness probe: the pod turns Ready
-// when the sidecar's /readyz answers 200. It returns when the pod is Ready.
+// downward API) and in a memory cgroup with the container's limit, and
+// plays kubelet's readiness probe: the pod turns Ready when the sidecar's
+// /readyz answers 200. It returns when the pod is Ready.
 func (c *cluster) startTarget(i int) {
 	c.t.Helper()
 	name := lab.TargetName(i)
 	c.createPod(name, map[string]string{"app": appLabel}, networkStatus(10+i, nil, lab.TargetAddrs(i)))
-	p, err := c.lab.Start(name, "sllbrd-target-"+name, "env", "POD_NAME="+name, "POD_NAMESPACE="+clusterNS,
-		sllbrdBinary, "target", "--kubeconfig", c.target, "--metrics-address", sidecarAddr, "--log-level", "debug")
+	cg := sidecarCgroup(c.t, c.lab, name, c.sidecarLimit)
+	p, err := c.lab.StartInCgroup(name, "sllbrd-target-"+name, cg, "env", "POD_NAME="+name, "POD_NAMESPACE="+clusterNS,
+		c.sidecarBin, "target", "--kubeconfig", c.target, "--metrics-address", sidecarAddr, "--log-level", "debug")
 	if err != nil {
+		_ = cg.Close()
 		c.t.Fatal(err)
 	}
+	c.t.Cleanup(func() { // last: after the checks below
+		if err := p.Stop(); err != nil {
+			c.t.Logf("stop %s's sidecar: %v", name, err)
+		}
+		if err := cg.Close(); err != nil {
+			c.t.Error(err)
+		}
+	})
 	c.sidecars[i] = p
 	c.t.Cleanup(func() {
 		if c.t.Failed() {
@@ -259,6 +275,7 @@ func (c *cluster) startTarget(i int) {
 		}
 	})
 	waitFor(c.t, 30*time.Second, name+"'s sidecar ready", func() bool { return c.sidecarReady(i) })
+	watchSidecarFaults(c.t, name, p, cg, c.sidecarLimit)
 	c.setReady(name, true)
 }
 

@@ -132,6 +132,29 @@ func (c *MemCgroup) RemoveLimit() error {
 	return nil
 }
 
+// OOMKills is how many processes of the cgroup the kernel's OOM killer
+// has killed (v1 memory.oom_control, v2 memory.events: oom_kill).
+func (c *MemCgroup) OOMKills() (uint64, error) {
+	file := "memory.oom_control"
+	if c.v2 {
+		file = "memory.events"
+	}
+	b, err := os.ReadFile(filepath.Join(c.dir, file))
+	if err != nil {
+		return 0, fmt.Errorf("memory cgroup: %w", err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("memory cgroup: %s: %q: %w", file, line, err)
+			}
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("memory cgroup: %s has no oom_kill count", file)
+}
+
 // Close removes the cgroup, waiting up to 5 s for its processes to be gone.
 func (c *MemCgroup) Close() error {
 	var err error

@@ -89,6 +89,9 @@ func TestIntegrationStartInCgroup(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(cg.dir, limitFile)); err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(64<<20) {
 		t.Errorf("%s = %q, %v after SetLimit(64 MiB)", limitFile, b, err)
 	}
+	if n, err := cg.OOMKills(); err != nil || n != 0 {
+		t.Errorf("OOMKills = %d, %v; want 0 for a sleeping process under 64 MiB", n, err)
+	}
 	if err := cg.RemoveLimit(); err != nil {
 		t.Fatal(err)
 	}
