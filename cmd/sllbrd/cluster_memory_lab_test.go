@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -23,12 +22,6 @@ import (
 
 // sidecarContainer is the sidecar's container in the example Deployment.
 const sidecarContainer = "sllbrd-target"
-
-// sidecarMaxFaultRate bounds the major faults a second a sidecar may take,
-// averaged from ready to the end of the test: one reading its binary back
-// under its limit takes tens to hundreds (the daemon's sweep in
-// docs/performance.md); one that fits takes none.
-const sidecarMaxFaultRate = 5
 
 // sidecarMemoryLimit returns the memory limit of the sidecar's container
 // in deploy/examples/target-application.yaml.
@@ -70,15 +63,8 @@ func sidecarMemoryLimit(t *testing.T) uint64 {
 // copy from the page cache.
 func sidecarBinary(t *testing.T, l *lab.Lab) string {
 	t.Helper()
-	b, err := os.ReadFile(sllbrdBinary)
-	if err != nil {
-		t.Fatal(err)
-	}
 	bin := filepath.Join(l.TempDir(), "sllbrd-sidecar")
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := lab.DropPageCache(bin); err != nil {
+	if err := lab.CopyUncached(sllbrdBinary, bin); err != nil {
 		t.Fatal(err)
 	}
 	return bin
@@ -101,7 +87,7 @@ func sidecarCgroup(t *testing.T, l *lab.Lab, target string, limit uint64) *lab.M
 
 // watchSidecarFaults records p's major faults now (it is ready) and, when
 // the test ends, before p is stopped, fails it if p took more than
-// sidecarMaxFaultRate a second since, or if the OOM killer killed it. A
+// maxFaultRate major faults a second since, or if the OOM killer killed it. A
 // sidecar the test stopped itself (its pod deleted) is not rated.
 func watchSidecarFaults(t *testing.T, target string, p *lab.Process, cg *lab.MemCgroup, limit uint64) {
 	t.Helper()
@@ -128,9 +114,9 @@ func watchSidecarFaults(t *testing.T, target string, p *lab.Process, cg *lab.Mem
 		rate := float64(faults) / time.Since(since).Seconds()
 		t.Logf("%s's sidecar under its %d MiB limit: %d major faults in %v since ready (%d at start-up), RSS %.1f MiB",
 			target, limit>>20, faults, time.Since(since).Round(time.Second), start.MajorFaults, mib(end.RSS))
-		if rate > sidecarMaxFaultRate {
+		if rate > maxFaultRate {
 			t.Errorf("%s's sidecar thrashes under its %d MiB limit (deploy/examples/target-application.yaml): %.1f major faults/s, want at most %d",
-				target, limit>>20, rate, sidecarMaxFaultRate)
+				target, limit>>20, rate, maxFaultRate)
 		}
 	})
 }

@@ -24,10 +24,15 @@ type observed struct {
 // observe returns our rules and routes. Over a ChangeWatcher that reports
 // no change elsewhere since the last listing, when that listing was exact
 // and is not older than maxListingAge, it returns that listing as updated
-// by our successful changes since; otherwise it lists the kernel's. The watcher is asked before
-// listing, so a change made by someone else while the kernel is listed is
-// reported at the next observe, which then lists again: nothing changed by
-// anyone else before an observe is missed by it.
+// by our successful changes since; otherwise it lists the kernel's. The
+// watcher is asked before listing, so a change made by someone else while
+// the kernel is listed is reported at the next observe, which then lists
+// again: nothing changed by anyone else before an observe is missed by it.
+//
+// The result shares its maps with rc.known: the changes Add, Prune and
+// Cleanup record while they walk it (addRule, deleteRoute...) show in it.
+// Deleting the entry being ranged over is allowed in Go, and each step
+// reads the entry before changing it.
 func (rc *Reconciler) observe() (observed, error) {
 	w, watching := rc.kernel.(ChangeWatcher)
 	changed := !watching || w.ChangedElsewhere()

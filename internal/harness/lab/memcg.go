@@ -70,34 +70,32 @@ func NewMemCgroup(name string) (*MemCgroup, error) {
 // ProcsFile is the file a process writes its PID to, to join the cgroup.
 func (c *MemCgroup) ProcsFile() string { return filepath.Join(c.dir, "cgroup.procs") }
 
+// file is the path of the control file named v1 in cgroup v1 and v2 in v2.
+func (c *MemCgroup) file(v1, v2 string) string {
+	if c.v2 {
+		return filepath.Join(c.dir, v2)
+	}
+	return filepath.Join(c.dir, v1)
+}
+
 // Stats reads the cgroup's accounting.
 func (c *MemCgroup) Stats() (CgroupMemStats, error) {
 	var s CgroupMemStats
-	stat, err := os.ReadFile(filepath.Join(c.dir, "memory.stat"))
-	if err != nil {
-		return s, fmt.Errorf("memory cgroup: %w", err)
-	}
 	fields := map[string]*uint64{"total_rss": &s.Anon, "total_cache": &s.File,
 		"total_active_file": &s.ActiveFile, "total_inactive_file": &s.InactiveFile}
-	usageFile, kernelFile := "memory.usage_in_bytes", "memory.kmem.usage_in_bytes"
 	if c.v2 {
 		fields = map[string]*uint64{"anon": &s.Anon, "file": &s.File, "active_file": &s.ActiveFile,
 			"inactive_file": &s.InactiveFile, "kernel": &s.Kernel}
-		usageFile, kernelFile = "memory.current", ""
 	}
-	for line := range strings.SplitSeq(string(stat), "\n") {
-		k, v, ok := strings.Cut(line, " ")
-		if p := fields[k]; ok && p != nil {
-			if *p, err = strconv.ParseUint(v, 10, 64); err != nil {
-				return s, fmt.Errorf("memory cgroup: memory.stat %q: %w", line, err)
-			}
-		}
-	}
-	if s.Usage, err = readUint(filepath.Join(c.dir, usageFile)); err != nil {
+	if _, err := readCounters(filepath.Join(c.dir, "memory.stat"), fields); err != nil {
 		return s, err
 	}
-	if kernelFile != "" {
-		if s.Kernel, err = readUint(filepath.Join(c.dir, kernelFile)); err != nil {
+	var err error
+	if s.Usage, err = readUint(c.file("memory.usage_in_bytes", "memory.current")); err != nil {
+		return s, err
+	}
+	if !c.v2 { // v2 counts it in memory.stat
+		if s.Kernel, err = readUint(filepath.Join(c.dir, "memory.kmem.usage_in_bytes")); err != nil {
 			return s, err
 		}
 	}
@@ -109,25 +107,19 @@ func (c *MemCgroup) Stats() (CgroupMemStats, error) {
 // does: above it the kernel reclaims the cgroup's page cache, and kills a
 // process when nothing is left to reclaim. Lowering it below the usage
 // reclaims first; it fails when the kernel cannot get under it.
-func (c *MemCgroup) SetLimit(bytes uint64) error {
-	file := "memory.limit_in_bytes"
-	if c.v2 {
-		file = "memory.max"
-	}
-	if err := os.WriteFile(filepath.Join(c.dir, file), []byte(strconv.FormatUint(bytes, 10)), 0); err != nil {
-		return fmt.Errorf("memory cgroup: limit %d: %w", bytes, err)
-	}
-	return nil
-}
+func (c *MemCgroup) SetLimit(bytes uint64) error { return c.writeLimit(strconv.FormatUint(bytes, 10)) }
 
 // RemoveLimit lifts the limit SetLimit set.
 func (c *MemCgroup) RemoveLimit() error {
-	file, unlimited := "memory.limit_in_bytes", "-1"
 	if c.v2 {
-		file, unlimited = "memory.max", "max"
+		return c.writeLimit("max")
 	}
-	if err := os.WriteFile(filepath.Join(c.dir, file), []byte(unlimited), 0); err != nil {
-		return fmt.Errorf("memory cgroup: remove limit: %w", err)
+	return c.writeLimit("-1")
+}
+
+func (c *MemCgroup) writeLimit(limit string) error {
+	if err := os.WriteFile(c.file("memory.limit_in_bytes", "memory.max"), []byte(limit), 0); err != nil {
+		return fmt.Errorf("memory cgroup: limit %s: %w", limit, err)
 	}
 	return nil
 }
@@ -135,24 +127,12 @@ func (c *MemCgroup) RemoveLimit() error {
 // OOMKills is how many processes of the cgroup the kernel's OOM killer
 // has killed (v1 memory.oom_control, v2 memory.events: oom_kill).
 func (c *MemCgroup) OOMKills() (uint64, error) {
-	file := "memory.oom_control"
-	if c.v2 {
-		file = "memory.events"
+	var kills uint64
+	file := c.file("memory.oom_control", "memory.events")
+	if found, err := readCounters(file, map[string]*uint64{"oom_kill": &kills}); err != nil || found == 0 {
+		return 0, errors.Join(err, fmt.Errorf("memory cgroup: %s has no oom_kill count", file))
 	}
-	b, err := os.ReadFile(filepath.Join(c.dir, file))
-	if err != nil {
-		return 0, fmt.Errorf("memory cgroup: %w", err)
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
-			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("memory cgroup: %s: %q: %w", file, line, err)
-			}
-			return n, nil
-		}
-	}
-	return 0, fmt.Errorf("memory cgroup: %s has no oom_kill count", file)
+	return kills, nil
 }
 
 // Close removes the cgroup, waiting up to 5 s for its processes to be gone.
@@ -185,6 +165,25 @@ func (c *MemCgroup) waitMember(pid int, timeout time.Duration) error {
 	}
 }
 
+// readCounters sets each counter named in into from the file's "name
+// value" lines, and returns how many it found.
+func readCounters(path string, into map[string]*uint64) (found int, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("memory cgroup: %w", err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		k, v, ok := strings.Cut(line, " ")
+		if p := into[k]; ok && p != nil {
+			if *p, err = strconv.ParseUint(strings.TrimSpace(v), 10, 64); err != nil {
+				return found, fmt.Errorf("memory cgroup: %s: %q: %w", path, line, err)
+			}
+			found++
+		}
+	}
+	return found, nil
+}
+
 func readUint(path string) (uint64, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -195,6 +194,20 @@ func readUint(path string) (uint64, error) {
 		return 0, fmt.Errorf("memory cgroup: %s: %w", path, err)
 	}
 	return v, nil
+}
+
+// CopyUncached copies the file src to dst (mode 0755) and drops the copy
+// from the page cache (DropPageCache): a program started from dst reads it
+// from disk, charged to its memory cgroup, whatever ran src before.
+func CopyUncached(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return fmt.Errorf("copy uncached: %w", err)
+	}
+	if err := os.WriteFile(dst, b, 0o755); err != nil {
+		return fmt.Errorf("copy uncached: %w", err)
+	}
+	return DropPageCache(dst)
 }
 
 // DropPageCache writes path's dirty pages back and drops the file from the

@@ -39,15 +39,8 @@ func TestIntegrationStartInCgroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(sleep)
-	if err != nil {
-		t.Fatal(err)
-	}
 	bin := filepath.Join(t.TempDir(), "sleep-copy")
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := DropPageCache(bin); err != nil {
+	if err := CopyUncached(sleep, bin); err != nil {
 		t.Fatal(err)
 	}
 	cg, err := NewMemCgroup("sllbrd-lab-" + l.RunID())
