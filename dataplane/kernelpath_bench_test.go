@@ -81,8 +81,8 @@ func mapChanges(a, b []nft.Set) int {
 		if i < 0 || s.Kind != nft.EntryMap {
 			continue
 		}
-		for e := range s.Goto {
-			if s.Goto[e] != b[i].Goto[e] {
+		for e := range s.Marks {
+			if s.Marks[e] != b[i].Marks[e] {
 				n++
 			}
 		}

@@ -179,10 +179,14 @@ func (vm *nftVM) expr(e expr.Any, p vmPacket, regs *vmRegs, depth int) (cont boo
 			return false, 0, nil
 		}
 	case *expr.Meta:
-		if x.Key != expr.MetaKeyMARK || !x.SourceRegister {
+		if x.Key != expr.MetaKeyMARK {
 			return false, 0, fmt.Errorf("meta %v", x.Key)
 		}
-		regs.mark = binary.NativeEndian.Uint32(regs.data[regOffset(x.Register):])
+		if x.SourceRegister {
+			regs.mark = binary.NativeEndian.Uint32(regs.data[regOffset(x.Register):])
+		} else {
+			binary.NativeEndian.PutUint32(regs.data[regOffset(x.Register):], regs.mark)
+		}
 	case *expr.Objref:
 		vm.counters[x.Name]++
 	case *expr.Hash:
@@ -216,11 +220,19 @@ func (vm *nftVM) lookup(x *expr.Lookup, p vmPacket, regs *vmRegs, depth int) (bo
 		port := binary.BigEndian.Uint16(key)
 		return slices.ContainsFunc(s.Ports, func(r nft.PortRange) bool { return r.From <= port && port <= r.To }), verdictNone, nil
 	}
-	i := binary.NativeEndian.Uint32(key)
-	if int(i) >= len(s.Goto) {
+	k := binary.NativeEndian.Uint32(key)
+	if s.Kind == nft.MarkMap {
+		chain, ok := s.Goto[k]
+		if !ok || !x.IsDestRegSet || x.DestRegister != 0 {
+			return false, 0, nil
+		}
+		return vm.verdict(expr.VerdictGoto, chain, p, regs, depth)
+	}
+	if int(k) >= len(s.Marks) || !x.IsDestRegSet || x.DestRegister == 0 {
 		return false, 0, nil
 	}
-	return vm.verdict(expr.VerdictGoto, s.Goto[i], p, regs, depth)
+	binary.NativeEndian.PutUint32(regs.data[regOffset(x.DestRegister):], s.Marks[k])
+	return true, verdictNone, nil
 }
 
 func (vm *nftVM) verdict(kind expr.VerdictKind, chain string, p vmPacket, regs *vmRegs, depth int) (bool, vmVerdict, error) {

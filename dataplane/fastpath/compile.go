@@ -228,15 +228,18 @@ func (c *compiler) routeChain(r model.Route, fam family, proto model.Protocol, e
 		}
 		ch.Rules = append(ch.Rules, nft.Rule{
 			Comment: fmt.Sprintf("route %s: jhash to service %s", r.Name, svc.Name),
-			Exprs:   balance(fam, proto, echo, svc, counter, mapName(fam, svc.Name, len(svc.entries(fam)))),
+			Exprs:   balance(fam, proto, echo, svc, counter, mapName(fam, svc.Name, len(svc.entries(fam))), endpointMapName(fam, svc.Name)),
 		})
 	}
 	c.out.Table.Chains = append(c.out.Table.Chains, ch)
 	return name
 }
 
-// service emits a Service's map and endpoint chains of one family.
+// service emits a Service's maps and endpoint chains of one family: the
+// entry map (entry -> endpoint mark) and the endpoint map (mark -> goto
+// endpoint chain).
 func (c *compiler) service(s *Service, fam family) {
+	endpoints := nft.Set{Name: endpointMapName(fam, s.Name), Kind: nft.MarkMap, Goto: map[uint32]string{}}
 	for _, ep := range s.Endpoints {
 		addr := ep.addr(fam)
 		if !addr.IsValid() {
@@ -245,26 +248,28 @@ func (c *compiler) service(s *Service, fam family) {
 		counter := endpointCounterName(s.Name, ep.ID, addr)
 		c.out.Table.Counters = append(c.out.Table.Counters, counter)
 		c.out.EndpointCounters[counter] = EndpointLabels{Service: s.Name, ID: ep.ID, Addr: addr}
-		c.out.Table.Chains = append(c.out.Table.Chains, nft.Chain{Name: endpointChainName(fam, s.Name, ep.ID), Rules: []nft.Rule{{
+		chain := endpointChainName(fam, s.Name, ep.ID)
+		c.out.Table.Chains = append(c.out.Table.Chains, nft.Chain{Name: chain, Rules: []nft.Rule{{
 			Comment: endpointComment(s.Name, ep.ID, ep.Mark, addr),
-			Exprs:   markAndCount(ep.Mark, counter),
+			Exprs:   countAndAccept(counter),
 		}}})
+		endpoints.Goto[ep.Mark] = chain
 	}
 	entries := s.entries(fam)
 	if len(entries) == 0 {
 		return
 	}
-	m := nft.Set{Name: mapName(fam, s.Name, len(entries)), Kind: nft.EntryMap, Goto: make([]string, len(entries))}
-	names := map[uint16]string{}
-	for i, slot := range entries {
-		name, ok := names[slot]
-		if !ok {
-			name = endpointChainName(fam, s.Name, int(slot))
-			names[slot] = name
+	marks := map[uint16]uint32{}
+	for _, ep := range s.Endpoints {
+		if ep.addr(fam).IsValid() {
+			marks[uint16(ep.ID)] = ep.Mark
 		}
-		m.Goto[i] = name
 	}
-	c.out.Table.Sets = append(c.out.Table.Sets, m)
+	m := nft.Set{Name: mapName(fam, s.Name, len(entries)), Kind: nft.EntryMap, Marks: make([]uint32, len(entries))}
+	for i, slot := range entries {
+		m.Marks[i] = marks[slot]
+	}
+	c.out.Table.Sets = append(c.out.Table.Sets, m, endpoints)
 }
 
 // addSet emits a named set once.

@@ -2,6 +2,7 @@ package fastpath
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -98,12 +99,22 @@ func TestCompileDispatchesEveryVIPAndProtocolInPrecedenceOrder(t *testing.T) {
 	if len(echo.Rules) != 2 || lastVerdict(echo.Rules[0]) != "return" || lastVerdict(echo.Rules[1]) != "goto r6-echo-ns/hi" {
 		t.Errorf("echo chain: %v", echo.Rules)
 	}
-	if r := chainOf(t, p, "r4-udp-ns/hi"); len(r.Rules) != 1 || lastVerdict(r.Rules[0]) != "map m4-svc-3" {
+	if r := chainOf(t, p, "r4-udp-ns/hi"); len(r.Rules) != 1 || lastVerdict(r.Rules[0]) != "map em4-svc" ||
+		!slices.ContainsFunc(r.Rules[0].Exprs, func(e expr.Any) bool { l, ok := e.(*expr.Lookup); return ok && l.SetName == "m4-svc-3" }) {
 		t.Errorf("route chain %+v", r)
 	}
-	m := p.Table.Sets[slices.IndexFunc(p.Table.Sets, func(s nft.Set) bool { return s.Name == "m6-svc-3" })]
-	if !slices.Equal(m.Goto, []string{"e6-svc-1", "e6-svc-0", "e6-svc-0"}) {
-		t.Errorf("map m6-svc-3 = %v", m.Goto)
+	setOf := func(name string) nft.Set {
+		i := slices.IndexFunc(p.Table.Sets, func(s nft.Set) bool { return s.Name == name })
+		if i < 0 {
+			t.Fatalf("no set %s", name)
+		}
+		return p.Table.Sets[i]
+	}
+	if m := setOf("m6-svc-3"); m.Kind != nft.EntryMap || !slices.Equal(m.Marks, []uint32{0x10001, 0x10000, 0x10000}) {
+		t.Errorf("map m6-svc-3 = %#x", m.Marks)
+	}
+	if m := setOf("em6-svc"); m.Kind != nft.MarkMap || !maps.Equal(m.Goto, map[uint32]string{0x10000: "e6-svc-0", 0x10001: "e6-svc-1"}) {
+		t.Errorf("map em6-svc = %v", m.Goto)
 	}
 	if e := chainOf(t, p, "e4-svc-1"); !strings.HasPrefix(e.Rules[0].Comment, "endpoint svc 1 mark 0x10001 169.111.100.11") {
 		t.Errorf("endpoint chain comment %q", e.Rules[0].Comment)

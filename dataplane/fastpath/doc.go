@@ -42,14 +42,23 @@
 // "goto r4-<proto>-<route>" (for ICMP: only non-echo types return first, and
 // routes match on source CIDRs only). The route chain loads the flow key
 // (package flowkey) into consecutive registers, counts the packet in the
-// route's counter object "r-<route>@<service>", and looks
-// "jhash <key> mod M seed maglev.FlowSeed" up in the Service's verdict map
-// "m4-<service>-<M>" (M entries, entry -> goto the endpoint's chain; sized,
-// so the kernel picks its fixed hash table for 4-byte keys). The
-// endpoint chain "e4-<service>-<id>" sets the endpoint's fwmark, counts in
+// route's counter object "r-<route>@<service>", sets the fwmark that
+// "jhash <key> mod M seed maglev.FlowSeed" selects in the Service's entry
+// map "m4-<service>-<M>" (M entries, entry -> the endpoint's mark; sized,
+// so the kernel picks its fixed hash table for 4-byte keys), and goes to
+// that mark's endpoint chain through the verdict map "em4-<service>" (one
+// element per endpoint). The endpoint chain "e4-<service>-<id>" counts in
 // "e-<service>-<id>-<address>" and accepts; policy routing does the rest. A
 // chain that gives no verdict returns to prerouting, whose next rule queues
 // the packet: the kernel path never drops.
+//
+// The entry map holds marks, not verdicts, because of what a commit costs:
+// nf_tables validates every jump and goto of the table, each element of
+// every verdict map included, whenever a transaction adds one; with
+// "goto" in the M entries, every endpoint change made the kernel walk all
+// of them once per route chain that looks them up. An endpoint change now
+// rewrites data entries only (the endpoint map changes when endpoints come
+// and go), and the walk covers a few elements per endpoint.
 //
 // # Adoption
 //

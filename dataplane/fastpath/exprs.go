@@ -180,11 +180,18 @@ func mappedSource() []expr.Any {
 
 // balance loads the flow key of a packet of proto (flowkey's layout: each
 // field in its own 32-bit registers; the two addresses, adjacent in the
-// header, in one load), counts the packet in counter, and goes to the
-// endpoint chain that "jhash key mod M seed FlowSeed" selects in the
-// Service's map. An echo's identifier is both ports; it is checked to be 8
-// bytes long, as userspace requires.
-func balance(fam family, proto model.Protocol, echo bool, svc *Service, counter, mapName string) []expr.Any {
+// header, in one load), counts the packet in counter, sets the fwmark that
+// "jhash key mod M seed FlowSeed" selects in the Service's entry map, and
+// goes to that mark's endpoint chain through the endpoint map:
+//
+//	meta mark set jhash <key> mod M seed FlowSeed map @m4-<service>-<M>
+//	meta mark vmap @em4-<service>
+//
+// The mark is loaded back rather than looked up from the register the map
+// wrote: nft (1.0.6) cannot list a lookup keyed by a map's result. An
+// echo's identifier is both ports; it is checked to be 8 bytes long, as
+// userspace requires.
+func balance(fam family, proto model.Protocol, echo bool, svc *Service, counter, mapName, endpointMap string) []expr.Any {
 	var out []expr.Any
 	if echo {
 		out = append(out, load(expr.PayloadBaseTransportHeader, echoSeqOff, 2, reg32(0)))
@@ -217,7 +224,10 @@ func balance(fam family, proto model.Protocol, echo bool, svc *Service, counter,
 		&expr.Objref{Type: objCounter, Name: counter},
 		&expr.Hash{SourceRegister: reg32(0), DestRegister: reg32(0), Length: uint32(flowkey.Len(uint8(fam), proto, svc.SCTPPortsOnly)),
 			Modulus: entries, Seed: maglev.FlowSeed, Type: expr.HashTypeJenkins},
-		&expr.Lookup{SourceRegister: reg32(0), SetName: mapName, IsDestRegSet: true, DestRegister: 0})
+		&expr.Lookup{SourceRegister: reg32(0), SetName: mapName, IsDestRegSet: true, DestRegister: reg32(0)},
+		&expr.Meta{Key: expr.MetaKeyMARK, SourceRegister: true, Register: reg32(0)},
+		&expr.Meta{Key: expr.MetaKeyMARK, Register: reg32(0)},
+		&expr.Lookup{SourceRegister: reg32(0), SetName: endpointMap, IsDestRegSet: true, DestRegister: 0})
 }
 
 func addrOffset(fam family, off4, off6 uint32) uint32 {
@@ -227,11 +237,10 @@ func addrOffset(fam family, off4, off6 uint32) uint32 {
 	return off6
 }
 
-// markAndCount sets the fwmark, counts in counter and accepts.
-func markAndCount(mark uint32, counter string) []expr.Any {
+// countAndAccept counts in counter and accepts (the route chain has set
+// the fwmark).
+func countAndAccept(counter string) []expr.Any {
 	return []expr.Any{
-		&expr.Immediate{Register: matchReg, Data: binary.NativeEndian.AppendUint32(nil, mark)},
-		&expr.Meta{Key: expr.MetaKeyMARK, SourceRegister: true, Register: matchReg},
 		&expr.Objref{Type: objCounter, Name: counter},
 		&expr.Verdict{Kind: expr.VerdictAccept},
 	}

@@ -53,6 +53,12 @@ func mapName(fam family, service string, m int) string {
 	return fmt.Sprintf("m%d-%s-%d", fam, service, m)
 }
 
+// endpointMapName names a Service's map from an endpoint's mark to its
+// chain.
+func endpointMapName(fam family, service string) string {
+	return short(fmt.Sprintf("em%d-%s", fam, service))
+}
+
 func endpointChainName(fam family, service string, id int) string {
 	return fmt.Sprintf("e%d-%s-%d", fam, service, id)
 }

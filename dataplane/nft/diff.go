@@ -110,15 +110,15 @@ const (
 )
 
 // deltaOf classifies the change from got to s; for deltaEntries it
-// returns the entries that lead elsewhere.
+// returns the entries that map to other marks.
 func deltaOf(s *setSpec, got *setState) (setDelta, EntryMapChange) {
 	switch {
 	case s.src == nil || got.src == nil:
 		return deltaElements, EntryMapChange{}
 	case s.src.sameContent(got.src):
 		return deltaNone, EntryMapChange{}
-	case s.src.Kind == EntryMap && got.src.Kind == EntryMap && len(s.src.Goto) == len(got.src.Goto):
-		return deltaEntries, changedEntries(s.set.Name, got.src.Goto, s.src.Goto)
+	case s.src.Kind == EntryMap && got.src.Kind == EntryMap && len(s.src.Marks) == len(got.src.Marks):
+		return deltaEntries, changedEntries(s.set.Name, got.src.Marks, s.src.Marks)
 	}
 	return deltaElements, EntryMapChange{}
 }
@@ -156,10 +156,10 @@ func queueElements(c Conn, s *setSpec, got *setState) (int, error) {
 	return len(add) + len(del), nil
 }
 
-// queueEntries replaces the entries of an entry map that lead elsewhere
-// than in the map we committed (same size): each is deleted and added
+// queueEntries replaces the entries of an entry map that map to another
+// mark than in the map we committed (same size): each is deleted and added
 // again, in the same transaction. A change of one endpoint of N rewrites
-// about M/N entries (entryBuilder shares their keys and verdicts).
+// about M/N entries (entryBuilder shares their keys and data).
 func queueEntries(c Conn, s *setSpec, changed EntryMapChange) (int, error) {
 	if len(changed.Entries) == 0 {
 		return 0, nil
@@ -168,7 +168,7 @@ func queueEntries(c Conn, s *setSpec, changed EntryMapChange) (int, error) {
 	add := make([]nftables.SetElement, len(changed.Entries))
 	del := make([]nftables.SetElement, len(changed.Entries))
 	for i, entry := range changed.Entries {
-		add[i] = b.entry(int(entry), changed.Goto[i])
+		add[i] = b.entry(entry, changed.Marks[i])
 		del[i] = nftables.SetElement{Key: add[i].Key}
 	}
 	if err := c.SetDeleteElements(s.set, del); err != nil {
@@ -232,7 +232,7 @@ func sameChain(got, want *nftables.Chain) bool {
 // entryChanges returns the entries to rewrite when they are all that
 // differs between want and the compatible current: the same counters,
 // chains with the same rules, sets with the same elements, except entry
-// maps (of unchanged size) whose entries lead elsewhere, as deltaOf tells
+// maps (of unchanged size) whose entries map to other marks, as deltaOf tells
 // from what we committed. ok is false when anything else differs, and for
 // any difference in a table read back from the kernel (it has no record
 // of what we committed).
@@ -269,14 +269,14 @@ func entryChanges(want *desired, current *tableState) (tx *EntryTx, ok bool) {
 	return tx, true
 }
 
-// changedEntries lists the entries of an entry map that lead elsewhere in
-// want than in committed.
-func changedEntries(set string, committed, want []string) EntryMapChange {
+// changedEntries lists the entries of an entry map that map to another
+// mark in want than in committed.
+func changedEntries(set string, committed, want []uint32) EntryMapChange {
 	c := EntryMapChange{Set: set}
-	for i, chain := range want {
-		if committed[i] != chain {
+	for i, mark := range want {
+		if committed[i] != mark {
 			c.Entries = append(c.Entries, uint32(i))
-			c.Goto = append(c.Goto, chain)
+			c.Marks = append(c.Marks, mark)
 		}
 	}
 	return c

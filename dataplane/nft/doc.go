@@ -15,7 +15,7 @@
 //     is queued by the next rule;
 //   - with a kernel path, its maps "dispatch4"/"dispatch6" (sized powers of
 //     two, so IPv4's is a fixed hash table of 4-byte keys), and its regular
-//     chains, named sets and verdict maps, and counter objects;
+//     chains, named sets, data and verdict maps, and counter objects;
 //   - chain "output" (filter, hook output, priority raw): ICMP errors the
 //     node itself generates towards a VIP (ICMP destination-unreachable and
 //     time-exceeded; ICMPv6 types 1, 2, 3) are queued as well, so the load
@@ -74,8 +74,8 @@
 // each carrying a comment that names the layout version and queue
 // settings) or the base sets differ, the table is deleted and rebuilt
 // inside the same transaction. Otherwise only what differs is written:
-// set elements (a verdict map's entries that lead elsewhere are deleted
-// and added again; interval sets are refilled), chains whose rules differ
+// set elements (an entry map's entries that map to another mark are
+// deleted and added again; interval sets are refilled), chains whose rules differ
 // (flushed and refilled; a fast path rule's comment carries a digest of
 // its expressions), and new or removed sets, chains and counters, in an
 // order the kernel accepts (references resolve when added; nothing is
@@ -89,6 +89,6 @@
 // returns the table's chains and rule comments (what a previous run left);
 // ReadCounters reads the counter objects (on a connection of its own: a
 // Programmer is not safe for concurrent use). ProbeKernelPath checks that
-// the kernel accepts what a fast path uses (jhash, verdict maps, counter
-// objects) and how far a payload expression may read.
+// the kernel accepts what a fast path uses (jhash, data and verdict maps,
+// counter objects) and how far a payload expression may read.
 package nft

@@ -21,10 +21,10 @@ type EntryTx struct {
 // EntryMapChange is the changed entries of one entry map.
 type EntryMapChange struct {
 	Set string
-	// Entries are the entry numbers that change, ascending; Goto[i] is the
-	// chain entry Entries[i] leads to from now on.
+	// Entries are the entry numbers that change, ascending; Marks[i] is
+	// the mark entry Entries[i] maps to from now on.
 	Entries []uint32
-	Goto    []string
+	Marks   []uint32
 }
 
 // elements is how many entries the transaction rewrites.
@@ -54,7 +54,7 @@ type EntryConn interface {
 //	                       NFNL_BATCH_GENID u32 (big endian)
 //	NFT_MSG_DELSETELEM     nfgenmsg{NFPROTO_INET, v0, 0}, per map, as many
 //	                       messages as the 16-bit attribute length needs
-//	NFT_MSG_NEWSETELEM     the same maps and entries, with their verdicts
+//	NFT_MSG_NEWSETELEM     the same maps and entries, with their marks
 //	NFNL_MSG_BATCH_END     as BATCH_BEGIN
 //
 // The attributes of a DELSETELEM or NEWSETELEM message:
@@ -67,9 +67,8 @@ type EntryConn interface {
 //	      NFTA_DATA_VALUE          u32 entry number, host byte order (as
 //	                               the hash expression writes it)
 //	    NFTA_SET_ELEM_DATA         nested (NEWSETELEM only)
-//	      NFTA_DATA_VERDICT        nested
-//	        NFTA_VERDICT_CODE      u32 NFT_GOTO (big endian)
-//	        NFTA_VERDICT_CHAIN     string, NUL-terminated
+//	      NFTA_DATA_VALUE          u32 mark, host byte order (as meta
+//	                               mark reads it)
 //
 // An attribute is a 4-byte header {len u16, type u16} and its payload,
 // padded to 4 bytes; len counts header and payload, not the padding.
@@ -88,8 +87,8 @@ func appendEntryBatch(buf []byte, seq, genID uint32, tx *EntryTx) ([]byte, error
 			typ = unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_NEWSETELEM
 		}
 		for _, m := range tx.Maps {
-			if len(m.Entries) != len(m.Goto) {
-				return buf, fmt.Errorf("%w: map %s: %d entries, %d chains", ErrInvalidConfig, m.Set, len(m.Entries), len(m.Goto))
+			if len(m.Entries) != len(m.Marks) {
+				return buf, fmt.Errorf("%w: map %s: %d entries, %d marks", ErrInvalidConfig, m.Set, len(m.Entries), len(m.Marks))
 			}
 			for i := 0; i < len(m.Entries); {
 				seq++
@@ -147,10 +146,10 @@ func appendElementMessage(buf []byte, table string, m EntryMapChange, i int, add
 	buf = appendAttrHeader(buf, unix.NFTA_SET_ELEM_LIST_ELEMENTS|unix.NLA_F_NESTED)
 	n := 0
 	for ; i+n < len(m.Entries); n++ {
-		if len(buf)-list+elementSize(m.Goto[i+n], add) > maxAttrLen {
+		if len(buf)-list+elementSize(add) > maxAttrLen {
 			break
 		}
-		buf = appendElement(buf, m.Entries[i+n], m.Goto[i+n], add)
+		buf = appendElement(buf, m.Entries[i+n], m.Marks[i+n], add)
 	}
 	setAttrLen(buf, list)
 	return buf, n
@@ -158,40 +157,36 @@ func appendElementMessage(buf []byte, table string, m EntryMapChange, i int, add
 
 // elementSize is the size of one NFTA_LIST_ELEM, as appendElement writes
 // it.
-func elementSize(chain string, add bool) int {
-	const key = 4 + 4 + 4 // NFTA_SET_ELEM_KEY { NFTA_DATA_VALUE u32 }
-	size := 4 + key
+func elementSize(add bool) int {
+	const value = 4 + 4 + 4 // NFTA_SET_ELEM_KEY or _DATA { NFTA_DATA_VALUE u32 }
 	if add {
-		size += 4 + 4 + 8 + 4 + align4(len(chain)+1) // DATA { VERDICT { CODE, CHAIN } }
+		return 4 + 2*value
 	}
-	return size
+	return 4 + value
 }
 
 // appendElement appends entry's NFTA_LIST_ELEM: its key, and with add its
-// verdict "goto chain".
-func appendElement(buf []byte, entry uint32, chain string, add bool) []byte {
+// mark.
+func appendElement(buf []byte, entry, mark uint32, add bool) []byte {
 	elem := len(buf)
 	buf = appendAttrHeader(buf, unix.NFTA_LIST_ELEM|unix.NLA_F_NESTED)
-	key := len(buf)
-	buf = appendAttrHeader(buf, unix.NFTA_SET_ELEM_KEY|unix.NLA_F_NESTED)
-	buf = appendAttrHeader(buf, unix.NFTA_DATA_VALUE)
-	buf = binary.NativeEndian.AppendUint32(buf, entry)
-	setAttrLen(buf, key+4)
-	setAttrLen(buf, key)
+	buf = appendValue(buf, unix.NFTA_SET_ELEM_KEY, entry)
 	if add {
-		data := len(buf)
-		buf = appendAttrHeader(buf, unix.NFTA_SET_ELEM_DATA|unix.NLA_F_NESTED)
-		verdict := len(buf)
-		buf = appendAttrHeader(buf, unix.NFTA_DATA_VERDICT|unix.NLA_F_NESTED)
-		code := len(buf)
-		buf = appendAttrHeader(buf, unix.NFTA_VERDICT_CODE)
-		buf = binary.BigEndian.AppendUint32(buf, verdictGoto)
-		setAttrLen(buf, code)
-		buf = appendStringAttr(buf, unix.NFTA_VERDICT_CHAIN, chain)
-		setAttrLen(buf, verdict)
-		setAttrLen(buf, data)
+		buf = appendValue(buf, unix.NFTA_SET_ELEM_DATA, mark)
 	}
 	setAttrLen(buf, elem)
+	return buf
+}
+
+// appendValue appends the nested attribute typ { NFTA_DATA_VALUE v }, v in
+// host byte order.
+func appendValue(buf []byte, typ uint16, v uint32) []byte {
+	start := len(buf)
+	buf = appendAttrHeader(buf, typ|unix.NLA_F_NESTED)
+	buf = appendAttrHeader(buf, unix.NFTA_DATA_VALUE)
+	buf = binary.NativeEndian.AppendUint32(buf, v)
+	setAttrLen(buf, start+4)
+	setAttrLen(buf, start)
 	return buf
 }
 
@@ -217,8 +212,5 @@ func appendStringAttr(buf []byte, typ uint16, s string) []byte {
 	}
 	return buf
 }
-
-// verdictGoto is NFT_GOTO (-4) as the u32 the kernel reads.
-const verdictGoto = 1<<32 + unix.NFT_GOTO
 
 func align4(n int) int { return (n + 3) &^ 3 }

@@ -2,7 +2,6 @@ package nft
 
 import (
 	"encoding/binary"
-	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -23,28 +22,27 @@ func (c *countingEntryConn) CommitEntries(gen uint32, tx *EntryTx) error {
 	return c.EntryConn.CommitEntries(gen, tx)
 }
 
-// kernelEntries reads map set of our table: entry -> chain.
-func kernelEntries(t *testing.T, conn *nftables.Conn, set string) map[uint32]string {
+// kernelEntries reads map set of our table: entry -> mark.
+func kernelEntries(t *testing.T, conn *nftables.Conn, set string) map[uint32]uint32 {
 	t.Helper()
 	elems, err := conn.GetSetElements(&nftables.Set{Table: &nftables.Table{Name: DefaultTableName, Family: nftables.TableFamilyINet}, Name: set})
 	if err != nil {
 		t.Fatalf("list map %s: %v", set, err)
 	}
-	out := make(map[uint32]string, len(elems))
+	out := make(map[uint32]uint32, len(elems))
 	for _, e := range elems {
-		v, ok := parseVerdict(e.Val)
-		if !ok || len(e.Key) != 4 {
+		if len(e.Key) != 4 || len(e.Val) != 4 {
 			t.Fatalf("map %s: element %x -> %x", set, e.Key, e.Val)
 		}
-		out[binary.NativeEndian.Uint32(e.Key)] = v.Chain
+		out[binary.NativeEndian.Uint32(e.Key)] = binary.NativeEndian.Uint32(e.Val)
 	}
 	return out
 }
 
-func wantEntries(entries []int) map[uint32]string {
-	out := make(map[uint32]string, len(entries))
+func wantEntries(entries []int) map[uint32]uint32 {
+	out := make(map[uint32]uint32, len(entries))
 	for i, id := range entries {
-		out[uint32(i)] = fmt.Sprintf("e-%d", id)
+		out[uint32(i)] = endpointMark(id)
 	}
 	return out
 }
@@ -53,7 +51,7 @@ func wantEntries(entries []int) map[uint32]string {
 // change of 16,381-entry map's entries goes through NetlinkEntryConn and
 // leaves exactly the wanted entries, with the table and its rules as they
 // were; the kernel refuses a transaction with a stale generation, or one
-// leading to a missing chain, as a whole, and says so.
+// naming an entry the map does not have, as a whole, and says so.
 func TestIntegrationEntryConnCommitsEntryChanges(t *testing.T) {
 	ns, fd := netns.New(t, "sllbrd-k-entries")
 	conn, err := nftables.New(nftables.WithNetNSFd(fd))
@@ -91,34 +89,34 @@ func TestIntegrationEntryConnCommitsEntryChanges(t *testing.T) {
 		t.Errorf("the entry change touched the table or its rules")
 	}
 
-	// Refused as a whole: a stale generation, a chain that does not exist.
+	// Refused as a whole: a stale generation, an entry that does not exist.
 	gen, err := conn.GetGen()
 	if err != nil {
 		t.Fatal(err)
 	}
-	back := EntryTx{Table: DefaultTableName, Maps: []EntryMapChange{{Set: "m4-svc", Entries: []uint32{0, 1, 2}, Goto: []string{"e-1", "e-2", "e-0"}}}}
+	back := EntryTx{Table: DefaultTableName, Maps: []EntryMapChange{{Set: "m4-svc", Entries: []uint32{0, 1, 2}, Marks: []uint32{endpointMark(1), endpointMark(2), endpointMark(0)}}}}
 	if err := NewNetlinkEntryConn(fd).CommitEntries(gen.ID-1, &back); err == nil {
 		t.Errorf("a transaction with a stale generation was committed")
 	}
 	missing := back
-	missing.Maps = []EntryMapChange{{Set: "m4-svc", Entries: []uint32{0, 1, 2}, Goto: []string{"e-1", "e-9", "e-0"}}}
+	missing.Maps = []EntryMapChange{{Set: "m4-svc", Entries: []uint32{0, 1, m}, Marks: []uint32{endpointMark(1), endpointMark(2), endpointMark(0)}}}
 	err = NewNetlinkEntryConn(fd).CommitEntries(gen.ID, &missing)
 	if err == nil {
-		t.Errorf("a transaction leading to a missing chain was committed")
+		t.Errorf("a transaction naming a missing entry was committed")
 	}
-	t.Logf("missing chain: %v", err)
+	t.Logf("missing entry: %v", err)
 	if got := kernelEntries(t, conn, "m4-svc"); !maps.Equal(got, wantEntries(moved)) {
 		t.Errorf("a refused transaction changed %d entries", m-countEqual(got, wantEntries(moved)))
 	}
 	if err := NewNetlinkEntryConn(fd).CommitEntries(gen.ID, &back); err != nil {
 		t.Fatalf("the valid transaction: %v", err)
 	}
-	if got := kernelEntries(t, conn, "m4-svc"); got[0] != "e-1" || got[1] != "e-2" || got[2] != "e-0" || got[3] != "e-0" {
-		t.Errorf("after the valid transaction entries 0-3 lead to %s %s %s %s", got[0], got[1], got[2], got[3])
+	if got := kernelEntries(t, conn, "m4-svc"); got[0] != endpointMark(1) || got[1] != endpointMark(2) || got[2] != endpointMark(0) || got[3] != endpointMark(0) {
+		t.Errorf("after the valid transaction entries 0-3 map to %#x %#x %#x %#x", got[0], got[1], got[2], got[3])
 	}
 }
 
-func countEqual(a, b map[uint32]string) int {
+func countEqual(a, b map[uint32]uint32) int {
 	n := 0
 	for k, v := range a {
 		if w, ok := b[k]; ok && w == v {

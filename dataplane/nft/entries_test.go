@@ -10,20 +10,19 @@ import (
 	"testing"
 
 	"github.com/google/nftables"
-	"github.com/google/nftables/expr"
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 )
 
 // testEntryTx changes n entries of a 16,381-entry map and three of
-// another, to chains with names of different lengths (padding).
+// another.
 func testEntryTx(n int) *EntryTx {
 	big := EntryMapChange{Set: "m4-service-a-16381"}
 	for i := range n {
 		big.Entries = append(big.Entries, uint32(3*i+1))
-		big.Goto = append(big.Goto, fmt.Sprintf("e4-service-a-%d", i%3*50))
+		big.Marks = append(big.Marks, 0x10000+uint32(i%3*50))
 	}
-	small := EntryMapChange{Set: "m6-b-16381", Entries: []uint32{0, 7, 16380}, Goto: []string{"e6-b-1", "e6-b-22", "e6-b-333"}}
+	small := EntryMapChange{Set: "m6-b-16381", Entries: []uint32{0, 7, 16380}, Marks: []uint32{0x10001, 0x10016, 0x1ffff}}
 	return &EntryTx{Table: DefaultTableName, Maps: []EntryMapChange{big, small}}
 }
 
@@ -33,7 +32,7 @@ type wireElement struct {
 	msg        string // "del" or "new"
 	table, set string
 	key        string
-	verdict    string // "" or "<code> <chain>"
+	data       string // "" or the value, in hex
 }
 
 // decodeElements decodes the element messages among msgs.
@@ -100,10 +99,7 @@ func decodeElement(el *netlink.AttributeDecoder, e *wireElement) {
 		case unix.NFTA_SET_ELEM_DATA:
 			el.Nested(func(d *netlink.AttributeDecoder) error {
 				for d.Next() {
-					if d.Type() == unix.NFTA_DATA_VERDICT {
-						v, _ := parseVerdict(d.Bytes())
-						e.verdict = fmt.Sprintf("%d %s", v.Kind, v.Chain)
-					}
+					e.data = fmt.Sprintf("%d:%x", d.Type(), d.Bytes())
 				}
 				return nil
 			})
@@ -122,7 +118,7 @@ func mustDecoder(t *testing.T, b []byte) *netlink.AttributeDecoder {
 }
 
 // googleElements returns the messages google/nftables sends for tx: each
-// entry deleted, then added again with its verdict.
+// entry deleted, then added again with its mark.
 func googleElements(t *testing.T, tx *EntryTx) []netlink.Message {
 	t.Helper()
 	var sent []netlink.Message
@@ -141,7 +137,7 @@ func googleElements(t *testing.T, tx *EntryTx) []netlink.Message {
 			for i, entry := range m.Entries {
 				e := nftables.SetElement{Key: binary.NativeEndian.AppendUint32(nil, entry)}
 				if add {
-					e.VerdictData = &expr.Verdict{Kind: expr.VerdictGoto, Chain: m.Goto[i]}
+					e.Val = binary.NativeEndian.AppendUint32(nil, m.Marks[i])
 				}
 				elems = append(elems, e)
 			}

@@ -204,6 +204,9 @@ func addElems(t *fakeTable, name string, vals []nftables.SetElement) error {
 		if v.VerdictData != nil && v.VerdictData.Chain != "" && t.chain(v.VerdictData.Chain) == nil {
 			return fmt.Errorf("ENOENT chain %s of an element of %s", v.VerdictData.Chain, name)
 		}
+		if err := checkElementType(fs.set, v); err != nil {
+			return err
+		}
 		id := elementIdentity(v)
 		if i := slices.IndexFunc(fs.elems, func(e nftables.SetElement) bool { return elementIdentity(e) == id }); i >= 0 {
 			if elementData(fs.elems[i]) != elementData(v) {
@@ -343,7 +346,7 @@ func (f *fakeConn) FlushWithGenID(gen uint32) error {
 }
 
 // CommitEntries implements EntryConn: each entry is deleted (it must
-// exist) and added again (its chain must exist), in one transaction.
+// exist) and added again with its mark, in one transaction.
 func (f *fakeConn) CommitEntries(gen uint32, tx *EntryTx) error {
 	if len(f.pending) > 0 {
 		return errors.New("CommitEntries with operations queued on the Conn")
@@ -354,7 +357,7 @@ func (f *fakeConn) CommitEntries(gen uint32, tx *EntryTx) error {
 		for i, entry := range m.Entries {
 			key := binary.NativeEndian.AppendUint32(nil, entry)
 			del = append(del, nftables.SetElement{Key: key})
-			add = append(add, nftables.SetElement{Key: key, VerdictData: &expr.Verdict{Kind: expr.VerdictGoto, Chain: m.Goto[i]}})
+			add = append(add, nftables.SetElement{Key: key, Val: binary.NativeEndian.AppendUint32(nil, m.Marks[i])})
 		}
 		_ = f.SetDeleteElements(set, del)
 		_ = f.SetAddElements(set, add)
@@ -425,4 +428,25 @@ func (f *fakeConn) elementsOf(name string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// checkElementType refuses, as the kernel does, an element whose key or
+// data does not fit the set's type.
+func checkElementType(set *nftables.Set, e nftables.SetElement) error {
+	if set.KeyType.Bytes != 0 && !set.Concatenation && len(e.Key) != int(set.KeyType.Bytes) {
+		return fmt.Errorf("EINVAL key of %d bytes in %s (%s)", len(e.Key), set.Name, set.KeyType.Name)
+	}
+	switch {
+	case !set.IsMap:
+		if e.VerdictData != nil || len(e.Val) > 0 {
+			return fmt.Errorf("EINVAL data in set %s", set.Name)
+		}
+	case set.DataType.Name == nftables.TypeVerdict.Name:
+		if e.VerdictData == nil {
+			return fmt.Errorf("EINVAL element of verdict map %s without a verdict", set.Name)
+		}
+	case e.VerdictData != nil || len(e.Val) != int(set.DataType.Bytes):
+		return fmt.Errorf("EINVAL element of map %s with %d bytes of data, want %d", set.Name, len(e.Val), set.DataType.Bytes)
+	}
+	return nil
 }

@@ -3,10 +3,12 @@ package nft
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 
 	"github.com/google/nftables"
+	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 )
 
@@ -57,11 +59,18 @@ const (
 	PrefixSet6
 	// PortSet is an interval set of port ranges (Ports).
 	PortSet
-	// EntryMap is a verdict map from an entry number 0..len(Goto)-1 (a
-	// 32-bit value in host byte order, as the hash expression writes it)
-	// to "goto Goto[entry]", of size len(Goto): its entries change, never
-	// their number.
+	// EntryMap is a map from an entry number 0..len(Marks)-1 (a 32-bit
+	// value in host byte order, as the hash expression writes it) to the
+	// fwmark Marks[entry] (host byte order, as meta mark reads it), of
+	// size len(Marks): its entries change, never their number. It maps to
+	// data, not to verdicts: a commit that changes its entries costs the
+	// kernel no walk of the ruleset's jumps (nf_tables validates the
+	// chains a verdict map leads to, for every element, on each commit
+	// that adds a jump or goto anywhere in the table).
 	EntryMap
+	// MarkMap is a verdict map from a fwmark to "goto Goto[mark]": one
+	// element per endpoint, the small second step after an EntryMap.
+	MarkMap
 )
 
 // Set is a named set or map of the fast path.
@@ -70,7 +79,8 @@ type Set struct {
 	Kind     SetKind
 	Prefixes []netip.Prefix
 	Ports    []PortRange
-	Goto     []string
+	Marks    []uint32          // EntryMap
+	Goto     map[uint32]string // MarkMap
 }
 
 // PortRange is the ports From..To.
@@ -150,10 +160,15 @@ func (s *Set) nftSet(t *nftables.Table) *nftables.Set {
 		set.KeyType, set.Interval = nftables.TypeIP6Addr, true
 	case PortSet:
 		set.KeyType, set.Interval = nftables.TypeInetService, true
+	case MarkMap:
+		// Not sized: its size never changes the set's type (a type
+		// change rebuilds the table); it holds a few elements.
+		set.KeyType, set.IsMap, set.DataType, set.KeyByteOrder = nftables.TypeMark, true, nftables.TypeVerdict, binaryutil.NativeEndian
 	default:
 		// Sized: the kernel then keeps the map in a fixed hash table
 		// (nft_hash_fast for 4-byte keys) rather than a resizable one.
-		set.KeyType, set.IsMap, set.DataType, set.Size = nftables.TypeInteger, true, nftables.TypeVerdict, uint32(len(s.Goto))
+		set.KeyType, set.IsMap, set.DataType, set.Size = nftables.TypeInteger, true, nftables.TypeMark, uint32(len(s.Marks))
+		set.KeyByteOrder = binaryutil.NativeEndian
 	}
 	return set
 }
@@ -165,42 +180,49 @@ func (s *Set) elements() []nftables.SetElement {
 		return prefixElements(s.Prefixes)
 	case PortSet:
 		return portElements(s.Ports)
+	case MarkMap:
+		return markElements(s.Goto)
 	}
-	elems := make([]nftables.SetElement, len(s.Goto))
-	b := newEntryBuilder(len(s.Goto))
-	for i, chain := range s.Goto {
-		elems[i] = b.entry(i, chain)
+	elems := make([]nftables.SetElement, len(s.Marks))
+	b := newEntryBuilder(len(s.Marks))
+	for i, mark := range s.Marks {
+		elems[i] = b.entry(uint32(i), mark)
 	}
 	return elems
 }
 
 // entryBuilder makes entry map elements: their keys share one array and
-// the entries leading to one chain share its verdict, so that a map of M
-// entries costs a few allocations, not 2M.
-type entryBuilder struct {
-	keys     []byte
-	verdicts map[string]*expr.Verdict
-}
+// their data another, so that a map of M entries costs a few allocations,
+// not 2M.
+type entryBuilder struct{ keys, data []byte }
 
 func newEntryBuilder(entries int) *entryBuilder {
-	return &entryBuilder{keys: make([]byte, 0, 4*entries), verdicts: map[string]*expr.Verdict{}}
+	return &entryBuilder{keys: make([]byte, 0, 4*entries), data: make([]byte, 0, 4*entries)}
 }
 
-// entry is entry number i, leading to chain: its key is i as the hash
-// expression writes it.
-func (b *entryBuilder) entry(i int, chain string) nftables.SetElement {
-	b.keys = binary.NativeEndian.AppendUint32(b.keys, uint32(i))
-	v := b.verdicts[chain]
-	if v == nil {
-		v = &expr.Verdict{Kind: expr.VerdictGoto, Chain: chain}
-		b.verdicts[chain] = v
+// entry is entry number i, mapped to mark: both in host byte order, as
+// the hash expression writes the one and meta mark reads the other.
+func (b *entryBuilder) entry(i, mark uint32) nftables.SetElement {
+	b.keys = binary.NativeEndian.AppendUint32(b.keys, i)
+	b.data = binary.NativeEndian.AppendUint32(b.data, mark)
+	n := len(b.keys)
+	return nftables.SetElement{Key: b.keys[n-4 : n : n], Val: b.data[n-4 : n : n]}
+}
+
+// markElements returns a MarkMap's elements, in the order of their marks.
+func markElements(gotos map[uint32]string) []nftables.SetElement {
+	out := make([]nftables.SetElement, 0, len(gotos))
+	for _, mark := range slices.Sorted(maps.Keys(gotos)) {
+		out = append(out, nftables.SetElement{Key: binary.NativeEndian.AppendUint32(nil, mark),
+			VerdictData: &expr.Verdict{Kind: expr.VerdictGoto, Chain: gotos[mark]}})
 	}
-	return nftables.SetElement{Key: b.keys[len(b.keys)-4 : len(b.keys) : len(b.keys)], VerdictData: v}
+	return out
 }
 
 // sameContent reports whether s and o hold the same elements.
 func (s *Set) sameContent(o *Set) bool {
-	return s.Kind == o.Kind && slices.Equal(s.Prefixes, o.Prefixes) && slices.Equal(s.Ports, o.Ports) && slices.Equal(s.Goto, o.Goto)
+	return s.Kind == o.Kind && slices.Equal(s.Prefixes, o.Prefixes) && slices.Equal(s.Ports, o.Ports) &&
+		slices.Equal(s.Marks, o.Marks) && maps.Equal(s.Goto, o.Goto)
 }
 
 // prefixElements encodes prefixes as intervals [first, last+1) after

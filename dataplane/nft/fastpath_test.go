@@ -1,7 +1,9 @@
 package nft
 
 import (
+	"encoding/binary"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"testing"
@@ -11,15 +13,20 @@ import (
 )
 
 // testFastPath is a fast path like the compiler's: one VIP dispatched for
-// UDP to a chain that goes to a route chain, which counts and looks the
-// entry up in map "m4-svc" leading to endpoint chains e-<id>, each
-// counting in its own counter. entries[i] is the endpoint of entry i.
+// UDP to a chain that goes to a route chain, which counts, looks the entry
+// up in map "m4-svc" (entry -> mark) and the mark in "k4-svc", leading to
+// endpoint chains e-<id>, each counting in its own counter. entries[i] is
+// the endpoint of entry i; endpoint id has mark endpointMark(id).
 func testFastPath(entries []int, sources []netip.Prefix) *FastPath {
 	f := &FastPath{Dispatch: []Dispatch{{VIP: netip.MustParseAddr("20.0.0.1"), Chain: "d4-udp"}}}
 	ids := slices.Compact(slices.Sorted(slices.Values(entries)))
 	m := Set{Name: "m4-svc", Kind: EntryMap}
 	for _, id := range entries {
-		m.Goto = append(m.Goto, fmt.Sprintf("e-%d", id))
+		m.Marks = append(m.Marks, endpointMark(id))
+	}
+	k := Set{Name: "k4-svc", Kind: MarkMap, Goto: map[uint32]string{}}
+	for _, id := range ids {
+		k.Goto[endpointMark(id)] = fmt.Sprintf("e-%d", id)
 	}
 	d := Chain{Name: "d4-udp"}
 	if len(sources) > 0 {
@@ -34,7 +41,10 @@ func testFastPath(entries []int, sources []netip.Prefix) *FastPath {
 		load(expr.PayloadBaseNetworkHeader, ipv4SaddrOff, 4),
 		&expr.Objref{Type: 1, Name: "r-route"},
 		&expr.Hash{SourceRegister: 1, DestRegister: 1, Length: 4, Modulus: uint32(len(entries)), Seed: 7, Type: expr.HashTypeJenkins},
-		&expr.Lookup{SourceRegister: 1, SetName: m.Name, IsDestRegSet: true}}}}})
+		&expr.Lookup{SourceRegister: 1, SetName: m.Name, IsDestRegSet: true, DestRegister: 1},
+		&expr.Meta{Key: expr.MetaKeyMARK, SourceRegister: true, Register: 1},
+		&expr.Meta{Key: expr.MetaKeyMARK, Register: 1},
+		&expr.Lookup{SourceRegister: 1, SetName: k.Name, IsDestRegSet: true}}}}})
 	f.Counters = append(f.Counters, "r-route")
 	for _, id := range ids {
 		counter := fmt.Sprintf("c-%d", id)
@@ -42,9 +52,11 @@ func testFastPath(entries []int, sources []netip.Prefix) *FastPath {
 		f.Chains = append(f.Chains, Chain{Name: fmt.Sprintf("e-%d", id), Rules: []Rule{{Comment: fmt.Sprintf("endpoint %d", id),
 			Exprs: []expr.Any{&expr.Objref{Type: 1, Name: counter}, &expr.Verdict{Kind: expr.VerdictAccept}}}}})
 	}
-	f.Sets = append(f.Sets, m)
+	f.Sets = append(f.Sets, m, k)
 	return f
 }
+
+func endpointMark(id int) uint32 { return 0x10000 + uint32(id) }
 
 // testEntries is a map of m entries, entry i leading to endpoint
 // endpoint(i).
@@ -110,9 +122,12 @@ func TestProgramFastPathChangesOnlyWhatDiffers(t *testing.T) {
 		t.Errorf("after the removal: chain e-2 %v, counter c-2 %v, %d elements", tb.chain("e-2") != nil, tb.objs["c-2"], len(f.elementsOf("m4-svc")))
 	}
 	for _, e := range tb.sets["m4-svc"].elems {
-		if e.VerdictData.Chain == "e-2" {
-			t.Fatalf("an element still goes to e-2")
+		if binary.NativeEndian.Uint32(e.Val) == endpointMark(2) {
+			t.Fatalf("an entry still maps to endpoint 2's mark")
 		}
+	}
+	if got := len(f.elementsOf("k4-svc")); got != 2 {
+		t.Errorf("the mark map has %d elements after the removal, want 2", got)
 	}
 
 	// A source set appears, changes and goes; the route's rule with it.
@@ -166,12 +181,13 @@ func TestFastPathValidation(t *testing.T) {
 		"dispatch of a non-VIP":        func(f *FastPath) { f.Dispatch[0].VIP = netip.MustParseAddr("20.0.0.9") },
 		"chain twice":                  func(f *FastPath) { f.Chains = append(f.Chains, f.Chains[0]) },
 		"a base chain's name":          func(f *FastPath) { f.Chains[0].Name = ChainPrerouting },
-		"map to an unknown chain":      func(f *FastPath) { f.Sets[0].Goto[0] = "nope" },
+		"map to an unknown chain":      func(f *FastPath) { f.Sets[1].Goto[endpointMark(0)] = "nope" },
 		"a name too long":              func(f *FastPath) { f.Counters = append(f.Counters, string(make([]byte, 256))) },
 	} {
 		f := *ok
 		f.Dispatch, f.Chains, f.Counters = slices.Clone(ok.Dispatch), slices.Clone(ok.Chains), slices.Clone(ok.Counters)
-		f.Sets = []Set{{Name: ok.Sets[0].Name, Kind: EntryMap, Goto: slices.Clone(ok.Sets[0].Goto)}}
+		f.Sets = []Set{{Name: ok.Sets[0].Name, Kind: EntryMap, Marks: slices.Clone(ok.Sets[0].Marks)},
+			{Name: ok.Sets[1].Name, Kind: MarkMap, Goto: maps.Clone(ok.Sets[1].Goto)}}
 		mutate(&f)
 		if err := kernelConfig(&f).Validate(); err == nil {
 			t.Errorf("%s: valid", name)

@@ -16,7 +16,8 @@ const (
 
 // ProbeKernelPath checks, in a transaction that adds and deletes a scratch
 // table (nothing remains), that the kernel has what the kernel path uses:
-// the jhash expression, verdict maps, counter objects and payload loads.
+// the jhash expression, data and verdict maps, counter objects and payload
+// loads.
 // It returns the largest transport-header offset a payload expression may
 // read, or an error when the kernel path cannot work here.
 func ProbeKernelPath(c Conn) (maxPayloadOffset int, err error) {
@@ -28,7 +29,7 @@ func ProbeKernelPath(c Conn) (maxPayloadOffset int, err error) {
 		}
 		errs = append(errs, fmt.Errorf("payload offset %d: %w", off, err))
 	}
-	return 0, fmt.Errorf("the kernel refuses the kernel path's rules (jhash, verdict maps, counter objects): %v", errs)
+	return 0, fmt.Errorf("the kernel refuses the kernel path's rules (jhash, data and verdict maps, counter objects): %v", errs)
 }
 
 func tryKernelPath(c Conn, offset uint32) error {
@@ -38,17 +39,20 @@ func tryKernelPath(c Conn, offset uint32) error {
 	target := c.AddChain(&nftables.Chain{Name: "target", Table: t})
 	ch := c.AddChain(&nftables.Chain{Name: "probe", Table: t, Type: nftables.ChainTypeFilter,
 		Hooknum: nftables.ChainHookPrerouting, Priority: nftables.ChainPriorityRaw})
-	s := &Set{Name: "probe", Kind: EntryMap, Goto: []string{target.Name, target.Name}}
-	set := s.nftSet(t)
-	if err := c.AddSet(set, s.elements()); err != nil {
-		return err
+	entries := &Set{Name: "probe", Kind: EntryMap, Marks: []uint32{1, 1}}
+	marks := &Set{Name: "probe-marks", Kind: MarkMap, Goto: map[uint32]string{1: target.Name}}
+	for _, s := range []*Set{entries, marks} {
+		if err := c.AddSet(s.nftSet(t), s.elements()); err != nil {
+			return err
+		}
 	}
 	c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: []expr.Any{
 		load(expr.PayloadBaseTransportHeader, offset, 1),
 		&expr.Payload{DestRegister: reg32(0), Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
 		&expr.Objref{Type: int(nftables.ObjTypeCounter), Name: "probe"},
 		&expr.Hash{SourceRegister: reg32(0), DestRegister: reg32(0), Length: 4, Modulus: 2, Seed: 1, Type: expr.HashTypeJenkins},
-		&expr.Lookup{SourceRegister: reg32(0), SetName: set.Name, IsDestRegSet: true, DestRegister: 0},
+		&expr.Lookup{SourceRegister: reg32(0), SetName: entries.Name, IsDestRegSet: true, DestRegister: reg32(0)},
+		&expr.Lookup{SourceRegister: reg32(0), SetName: marks.Name, IsDestRegSet: true, DestRegister: 0},
 	}})
 	c.DelTable(t)
 	return c.Flush()
