@@ -35,7 +35,7 @@ type controllerProc struct {
 }
 
 // buildSllbrd builds the binary once per test run (labSetup shares it).
-func buildSllbrd(t *testing.T) string {
+func buildSllbrd(t testing.TB) string {
 	t.Helper()
 	if sllbrdBinary == "" {
 		root, err := e2e.ModuleRoot()

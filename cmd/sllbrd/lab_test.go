@@ -32,14 +32,14 @@ var (
 
 // labSetup skips unless root, builds sllbrd once, and returns a new lab
 // with lbs LB namespaces and three targets, cleaned up with the test.
-func labSetup(t *testing.T, lbs int) *lab.Lab {
+func labSetup(t testing.TB, lbs int) *lab.Lab {
 	t.Helper()
 	return labWith(t, lab.Options{LBs: lbs, Targets: 3, Logger: t})
 }
 
 // labWith builds sllbrd once and returns a new lab made with opts, cleaned
 // up with the test.
-func labWith(t *testing.T, opts lab.Options) *lab.Lab {
+func labWith(t testing.TB, opts lab.Options) *lab.Lab {
 	t.Helper()
 	require.Lab(t)
 	buildSllbrd(t)
@@ -93,7 +93,7 @@ func dataplaneArgs(l *lab.Lab, args ...string) []string {
 // startSllbrd writes the manifests, starts sllbrd in each given LB, routes
 // the VIPs from the gateway via the first one and waits until all are
 // programmed.
-func startSllbrd(t *testing.T, l *lab.Lab, services []e2e.Service, routes []e2e.Route, lbs ...int) (dir string, insts []*e2e.Instance) {
+func startSllbrd(t testing.TB, l *lab.Lab, services []e2e.Service, routes []e2e.Route, lbs ...int) (dir string, insts []*e2e.Instance) {
 	t.Helper()
 	dir, insts = startInstances(t, l, e2e.Config{Services: services, Routes: routes}, lbs...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -106,7 +106,7 @@ func startSllbrd(t *testing.T, l *lab.Lab, services []e2e.Service, routes []e2e.
 
 // startInstances writes cfg and starts sllbrd in each given LB, waiting
 // until all have programmed it.
-func startInstances(t *testing.T, l *lab.Lab, cfg e2e.Config, lbs ...int) (dir string, insts []*e2e.Instance) {
+func startInstances(t testing.TB, l *lab.Lab, cfg e2e.Config, lbs ...int) (dir string, insts []*e2e.Instance) {
 	t.Helper()
 	dir = t.TempDir()
 	if err := e2e.Write(dir, cfg); err != nil {
@@ -128,7 +128,7 @@ func startInstances(t *testing.T, l *lab.Lab, cfg e2e.Config, lbs ...int) (dir s
 	return dir, insts
 }
 
-func logTail(t *testing.T, inst *e2e.Instance) {
+func logTail(t testing.TB, inst *e2e.Instance) {
 	if !t.Failed() {
 		return
 	}
