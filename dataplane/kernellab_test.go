@@ -98,10 +98,16 @@ func newKernelLab(t testing.TB, opts ...nft.Option) *kernelLab {
 	netns.Run(t, "sh", "-c", fmt.Sprintf("ip netns exec %s nft -f - <<'EOF'\n%sEOF", l.lb, recorderTable))
 
 	var err error
-	if l.conn, err = nftables.New(nftables.WithNetNSFd(l.lbFD)); err != nil {
+	// Sockets kept open, as sllbrd keeps them (nft.NetlinkEntryConn says why).
+	if l.conn, err = nftables.New(nftables.WithNetNSFd(l.lbFD), nftables.AsLasting()); err != nil {
 		t.Fatal(err)
 	}
-	rules, err := nft.New(l.conn, append([]nft.Option{nft.WithEntryConn(nft.NewNetlinkEntryConn(l.lbFD))}, opts...)...)
+	entries := nft.NewNetlinkEntryConn(l.lbFD)
+	t.Cleanup(func() {
+		_ = l.conn.CloseLasting()
+		_ = entries.Close()
+	})
+	rules, err := nft.New(l.conn, append([]nft.Option{nft.WithEntryConn(entries)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,8 @@ func wantEntries(entries []int) map[uint32]uint32 {
 // change of 16,381-entry map's entries goes through NetlinkEntryConn and
 // leaves exactly the wanted entries, with the table and its rules as they
 // were; the kernel refuses a transaction with a stale generation, or one
-// naming an entry the map does not have, as a whole, and says so.
+// naming an entry the map does not have, as a whole, and says so; the
+// same NetlinkEntryConn commits again after those refusals.
 func TestIntegrationEntryConnCommitsEntryChanges(t *testing.T) {
 	ns, fd := netns.New(t, "sllbrd-k-entries")
 	conn, err := nftables.New(nftables.WithNetNSFd(fd))
@@ -95,12 +96,15 @@ func TestIntegrationEntryConnCommitsEntryChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	back := EntryTx{Table: DefaultTableName, Maps: []EntryMapChange{{Set: "m4-svc", Entries: []uint32{0, 1, 2}, Marks: []uint32{endpointMark(1), endpointMark(2), endpointMark(0)}}}}
-	if err := NewNetlinkEntryConn(fd).CommitEntries(gen.ID-1, &back); err == nil {
+	// One connection throughout: after a refusal it still commits.
+	again := NewNetlinkEntryConn(fd)
+	t.Cleanup(func() { again.Close() })
+	if err := again.CommitEntries(gen.ID-1, &back); err == nil {
 		t.Errorf("a transaction with a stale generation was committed")
 	}
 	missing := back
 	missing.Maps = []EntryMapChange{{Set: "m4-svc", Entries: []uint32{0, 1, m}, Marks: []uint32{endpointMark(1), endpointMark(2), endpointMark(0)}}}
-	err = NewNetlinkEntryConn(fd).CommitEntries(gen.ID, &missing)
+	err = again.CommitEntries(gen.ID, &missing)
 	if err == nil {
 		t.Errorf("a transaction naming a missing entry was committed")
 	}
@@ -108,7 +112,7 @@ func TestIntegrationEntryConnCommitsEntryChanges(t *testing.T) {
 	if got := kernelEntries(t, conn, "m4-svc"); !maps.Equal(got, wantEntries(moved)) {
 		t.Errorf("a refused transaction changed %d entries", m-countEqual(got, wantEntries(moved)))
 	}
-	if err := NewNetlinkEntryConn(fd).CommitEntries(gen.ID, &back); err != nil {
+	if err := again.CommitEntries(gen.ID, &back); err != nil {
 		t.Fatalf("the valid transaction: %v", err)
 	}
 	if got := kernelEntries(t, conn, "m4-svc"); got[0] != endpointMark(1) || got[1] != endpointMark(2) || got[2] != endpointMark(0) || got[3] != endpointMark(0) {
