@@ -91,4 +91,11 @@
 // Programmer is not safe for concurrent use). ProbeKernelPath checks that
 // the kernel accepts what a fast path uses (jhash, data and verdict maps,
 // counter objects) and how far a payload expression may read.
+//
+// Give New a lasting google/nftables connection (nftables.AsLasting), as
+// sllbrd does, and keep ReadCounters' open too: releasing a netfilter
+// netlink socket after a commit makes the kernel wait for an RCU grace
+// period under the nftables commit mutex (nft_rcv_nl_event), which delays
+// the next transaction by 5-20 ms. NetlinkEntryConn keeps its socket for
+// the same reason.
 package nft
