@@ -55,11 +55,10 @@ func engineStats(d *daemon, reg prometheus.Registerer) (metrics.EngineStats, err
 	if d.cfg.dataplane != dataplaneKernel {
 		return d.engine, nil
 	}
-	conn, err := nftables.New(nftables.AsLasting())
+	conn, err := d.openNFTables()
 	if err != nil {
 		return nil, fmt.Errorf("nftables connection for the counters: %w", err)
 	}
-	d.nftConns = append(d.nftConns, conn)
 	stats := dataplane.NewKernelStats(d.engine, d.prog, func() (map[string]nft.Count, error) {
 		return nft.ReadCounters(conn, nft.DefaultTableName)
 	})

@@ -240,6 +240,7 @@ func (c *compiler) routeChain(r model.Route, fam family, proto model.Protocol, e
 // endpoint chain).
 func (c *compiler) service(s *Service, fam family) {
 	endpoints := nft.Set{Name: endpointMapName(fam, s.Name), Kind: nft.MarkMap, Goto: map[uint32]string{}}
+	marks := map[uint16]uint32{} // slot -> mark, of the endpoints with an address of fam
 	for _, ep := range s.Endpoints {
 		addr := ep.addr(fam)
 		if !addr.IsValid() {
@@ -254,16 +255,11 @@ func (c *compiler) service(s *Service, fam family) {
 			Exprs:   countAndAccept(counter),
 		}}})
 		endpoints.Goto[ep.Mark] = chain
+		marks[uint16(ep.ID)] = ep.Mark
 	}
 	entries := s.entries(fam)
 	if len(entries) == 0 {
 		return
-	}
-	marks := map[uint16]uint32{}
-	for _, ep := range s.Endpoints {
-		if ep.addr(fam).IsValid() {
-			marks[uint16(ep.ID)] = ep.Mark
-		}
 	}
 	m := nft.Set{Name: mapName(fam, s.Name, len(entries)), Kind: nft.EntryMap, Marks: make([]uint32, len(entries))}
 	for i, slot := range entries {
