@@ -100,6 +100,7 @@ func (s *configSource) emit(u manifest.Update) {
 		s.log.Warn("configuration problem", "problem", p.String())
 	}
 	if changed {
+		s.log.Debug("configuration changed", "generation", u.State.Generation)
 		s.loop.SetState(u.State, seen)
 	}
 	// A missing Gateway keeps the last state programmed but withdraws its
