@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -149,6 +150,10 @@ func TestIntegrationFootprint(t *testing.T) {
 		}
 	}
 	printFootprints(t, results)
+	floor := measureFloor(t, root)
+	t.Logf("the libraries alone (hack/footprint-floor: GoBGP's server, the Prometheus client, client-go's REST client and "+
+		"informer cache, initialised and idle; built like sllbrd): VmRSS %.1f MiB, RssAnon %.1f MiB, RssFile %.1f MiB",
+		mib(floor.RSS), mib(floor.Anon), mib(floor.File))
 	for _, r := range results {
 		if r.limits != nil {
 			printLimitSteps(t, r.binary+"/"+r.source, r.limits)
@@ -278,6 +283,40 @@ func measureFootprint(t *testing.T, l *lab.Lab, bin [2]string, src footprintSour
 		f.limits = holdUnderLimits(t, inst, cg, src.limits, ready)
 	}
 	return f
+}
+
+// measureFloor runs hack/footprint-floor, built like sllbrd's release
+// binary, and returns its memory once initialised: the median of
+// footprintSamples readings a second apart, from 3 s after its start.
+func measureFloor(t *testing.T, root string) lab.MemStats {
+	t.Helper()
+	bin, err := e2e.BuildReleaseOf(t.Context(), root, "./hack/footprint-floor", filepath.Join(t.TempDir(), "footprint-floor"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := cmd.Process.Kill(); err != nil {
+			t.Error(err)
+		}
+		_ = cmd.Wait() // killed: the error says so
+	}()
+	time.Sleep(3 * time.Second)
+	var samples []lab.MemStats
+	for range footprintSamples {
+		m, err := lab.ReadMemStats(cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		samples = append(samples, m)
+		time.Sleep(time.Second)
+	}
+	get := func(f func(lab.MemStats) uint64) uint64 { return medianOf(samples, f) }
+	return lab.MemStats{RSS: get(func(m lab.MemStats) uint64 { return m.RSS }),
+		Anon: get(func(m lab.MemStats) uint64 { return m.Anon }), File: get(func(m lab.MemStats) uint64 { return m.File })}
 }
 
 // waitRest lets sllbrd rest footprintRest while /metrics is scraped every

@@ -36,12 +36,17 @@ func Build(ctx context.Context, root, dir string) (string, error) {
 // (static, -trimpath, no symbol table or DWARF) into dir/sllbrd-release:
 // the binary whose memory is measured.
 func BuildRelease(ctx context.Context, root, dir string) (string, error) {
-	bin := filepath.Join(dir, "sllbrd-release")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/sllbrd")
+	return BuildReleaseOf(ctx, root, "./cmd/sllbrd", filepath.Join(dir, "sllbrd-release"))
+}
+
+// BuildReleaseOf compiles the module's package pkg (e.g. "./cmd/sllbrd") as
+// BuildRelease does, to bin, and returns bin.
+func BuildReleaseOf(ctx context.Context, root, pkg, bin string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/sllbrd: %w\n%s", err, out)
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 	}
 	return bin, nil
 }
