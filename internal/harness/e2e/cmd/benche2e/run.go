@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sllbrd/sllbrd/dataplane/sysctl"
 	"github.com/sllbrd/sllbrd/internal/harness/e2e"
 	"github.com/sllbrd/sllbrd/internal/harness/lab"
 )
@@ -139,11 +140,32 @@ func newBench(ctx context.Context, o options, out io.Writer) (*bench, func(), er
 		}
 		os.RemoveAll(tmp)
 	}
+	if err := b.setSLLBRSysctls(ctx); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
 	if err := e2e.WriteManifests(tmp, blastService, blastRoute(b.lab.Options().BlastPort)); err != nil {
 		cleanup()
 		return nil, nil, err
 	}
 	return b, cleanup, nil
+}
+
+// setSLLBRSysctls sets in lb1 the sysctls sllbrd sets in its namespace at
+// start (sysctl.Required), so that every setup, kernel forwarding included,
+// runs under them. sllbrd leaves them set when it stops; without this only
+// the first measurement, the first round's kernel forwarding, would run
+// under the lab's own (rp_filter 0: no reverse-path route lookup per
+// packet; another multipath hash).
+func (b *bench) setSLLBRSysctls(ctx context.Context) error {
+	args := []string{"sysctl", "-qw"}
+	for _, s := range sysctl.Required {
+		args = append(args, s.Name+"="+s.Want)
+	}
+	if out, err := b.lab.Exec(ctx, lab.LBName(1), args...); err != nil {
+		return fmt.Errorf("sllbrd's sysctls in %s: %w: %s", lab.LBName(1), err, out)
+	}
+	return nil
 }
 
 type stderrLogger struct{}
