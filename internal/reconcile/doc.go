@@ -8,8 +8,9 @@
 //
 // Producers (the configuration source, the uplink supervisor) Set their part
 // of the desired state at any rate; the loop applies the latest complete
-// state. A change after a quiet period is applied at once, and one that
-// follows the previous apply waits at most MinInterval (50 ms) from it;
+// state. A change after a quiet period (counted from the end of the
+// previous apply) is applied at once, and one that follows the previous
+// apply waits at most MinInterval (50 ms) from its start;
 // while changes keep coming during the waits (a burst), the interval doubles
 // up to MaxInterval (1 s), so a burst of a second costs about six applies
 // and no change waits longer than MaxInterval (spacing.go).

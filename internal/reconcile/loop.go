@@ -207,7 +207,7 @@ func (l *Loop) wake() {
 func (l *Loop) Run(ctx context.Context) error {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	var last time.Time
+	var begun, ended time.Time // the previous apply's
 	space := spacing{min: l.opts.minInterval, max: l.opts.maxInterval}
 	for {
 		select {
@@ -219,7 +219,7 @@ func (l *Loop) Run(ctx context.Context) error {
 			l.pending = l.pending || l.status.Configured // retry or resync
 			l.mu.Unlock()
 		}
-		if wait := space.wait(time.Since(last)); wait > 0 {
+		if wait := space.wait(time.Since(begun), time.Since(ended)); wait > 0 {
 			select {
 			case <-ctx.Done():
 				return nil
@@ -231,8 +231,9 @@ func (l *Loop) Run(ctx context.Context) error {
 			continue
 		}
 		space.applied(changes)
-		last = time.Now()
+		begun = time.Now()
 		err := l.apply(ctx, d)
+		ended = time.Now()
 		timer.Reset(l.sooner(l.finish(d, err)))
 	}
 }

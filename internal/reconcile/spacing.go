@@ -11,8 +11,11 @@ import (
 //
 //   - an apply waits until the current interval has passed since the
 //     previous one began (what arrives meanwhile is coalesced); after a
-//     quiet period at least that long it runs at once and the interval
-//     returns to min, so the leading edge of a change is never delayed;
+//     quiet period at least that long since the previous one ended it runs
+//     at once and the interval returns to min, so the leading edge of a
+//     change is never delayed. Quiet counts from the end: changes that
+//     arrived while an apply ran longer than the interval are no pause, and
+//     the interval keeps widening under them;
 //   - an apply that took up several changes (a burst: changes kept coming
 //     while it waited) doubles the interval, up to max; one that took up a
 //     single change (or none: a retry, a resync) halves it, down to min.
@@ -26,14 +29,14 @@ type spacing struct {
 }
 
 // wait returns how long to wait given the time since the previous apply
-// began.
-func (s *spacing) wait(sinceLast time.Duration) time.Duration {
+// began and since it ended.
+func (s *spacing) wait(sinceBegin, sinceEnd time.Duration) time.Duration {
 	s.cur = max(s.cur, s.min)
-	if sinceLast >= s.cur {
+	if sinceEnd >= s.cur {
 		s.cur = s.min
 		return 0
 	}
-	return s.cur - sinceLast
+	return max(s.cur-sinceBegin, 0)
 }
 
 // applied adjusts the interval after an apply that took up changes changes.
@@ -56,7 +59,8 @@ func ApplyTimes(changes []time.Time, opts ...Option) []time.Time {
 	var applies []time.Time
 	var last time.Time // zero: long before any change
 	for i := 0; i < len(changes); {
-		begin := changes[i].Add(s.wait(changes[i].Sub(last)))
+		since := changes[i].Sub(last) // the applies take no time
+		begin := changes[i].Add(s.wait(since, since))
 		taken := 0
 		for ; i < len(changes) && !changes[i].After(begin); i++ {
 			taken++

@@ -57,12 +57,42 @@ func TestSpacingKeepsIsolatedChangesFast(t *testing.T) {
 	last := -time.Hour
 	for i := range 50 {
 		now := last + 20*ms
-		w := s.wait(now - last)
+		w := s.wait(now-last, now-last)
 		if w > 30*ms {
 			t.Fatalf("change %d waited %v, want at most 30 ms (min less the 20 ms since the apply)", i, w)
 		}
 		last = now + w
 		s.applied(1)
+	}
+}
+
+// TestSpacingBacksOffWhenAppliesOutlastTheInterval: on a loaded node, or
+// with thousands of endpoints, an apply can take longer than the interval;
+// the changes that arrived meanwhile are still a burst. The next apply runs
+// at once (the interval has passed since the previous one began) and each
+// such apply doubles the interval, until the loop waits between applies.
+// (Counting quiet from the previous apply's start, as before 2026-11-26,
+// every such apply found the interval passed, reset it to its minimum and
+// the loop applied back to back for as long as the changes came.)
+func TestSpacingBacksOffWhenAppliesOutlastTheInterval(t *testing.T) {
+	s := spacing{min: 50 * ms, max: time.Second}
+	for i, want := range []struct{ wait, cur time.Duration }{
+		{0, 100 * ms}, {0, 200 * ms}, {0, 400 * ms}, {100 * ms, 800 * ms}, {500 * ms, time.Second},
+	} {
+		// The previous apply began 300 ms ago and ended 5 ms ago; changes
+		// came while it ran.
+		if w := s.wait(300*ms, 5*ms); w != want.wait {
+			t.Fatalf("apply %d: waited %v, want %v", i, w, want.wait)
+		}
+		s.applied(3)
+		if s.cur != want.cur {
+			t.Fatalf("after apply %d: interval %v, want %v", i, s.cur, want.cur)
+		}
+	}
+	// A change after a quiet period as long as the interval, counted from
+	// the end of the last apply, is applied at once.
+	if w := s.wait(time.Second+300*ms, time.Second); w != 0 || s.cur != 50*ms {
+		t.Fatalf("after a quiet second: wait %v, interval %v; want 0 and min", w, s.cur)
 	}
 }
 
@@ -74,7 +104,7 @@ func TestSpacingRecoversAfterABurst(t *testing.T) {
 	if s.cur != time.Second {
 		t.Fatalf("interval %v after a long burst, want the 1 s cap", s.cur)
 	}
-	if w := s.wait(0); w > time.Second {
+	if w := s.wait(0, 0); w > time.Second {
 		t.Fatalf("waited %v, beyond max", w)
 	}
 	for range 5 {
@@ -84,7 +114,7 @@ func TestSpacingRecoversAfterABurst(t *testing.T) {
 		t.Fatalf("interval %v after five single changes, want min", s.cur)
 	}
 	s.applied(100)
-	if w := s.wait(2 * time.Second); w != 0 || s.cur != 50*ms {
+	if w := s.wait(2*time.Second, 2*time.Second); w != 0 || s.cur != 50*ms {
 		t.Fatalf("after a quiet second: wait %v, interval %v; want 0 and min", w, s.cur)
 	}
 }
