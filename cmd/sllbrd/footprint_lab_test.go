@@ -153,7 +153,9 @@ func TestIntegrationFootprint(t *testing.T) {
 	floor := measureFloor(t, root)
 	t.Logf("the libraries alone (hack/footprint-floor: GoBGP's server, the Prometheus client, client-go's REST client and "+
 		"informer cache, initialised and idle; built like sllbrd): VmRSS %.1f MiB, RssAnon %.1f MiB, RssFile %.1f MiB",
-		mib(floor.RSS), mib(floor.Anon), mib(floor.File))
+		mib(floor.median(func(m lab.MemStats) uint64 { return m.RSS })),
+		mib(floor.median(func(m lab.MemStats) uint64 { return m.Anon })),
+		mib(floor.median(func(m lab.MemStats) uint64 { return m.File })))
 	for _, r := range results {
 		if r.limits != nil {
 			printLimitSteps(t, r.binary+"/"+r.source, r.limits)
@@ -286,9 +288,9 @@ func measureFootprint(t *testing.T, l *lab.Lab, bin [2]string, src footprintSour
 }
 
 // measureFloor runs hack/footprint-floor, built like sllbrd's release
-// binary, and returns its memory once initialised: the median of
-// footprintSamples readings a second apart, from 3 s after its start.
-func measureFloor(t *testing.T, root string) lab.MemStats {
+// binary, and returns its memory once initialised: footprintSamples
+// readings a second apart, from 3 s after its start.
+func measureFloor(t *testing.T, root string) footprint {
 	t.Helper()
 	bin, err := e2e.BuildReleaseOf(t.Context(), root, "./hack/footprint-floor", filepath.Join(t.TempDir(), "footprint-floor"))
 	if err != nil {
@@ -305,18 +307,16 @@ func measureFloor(t *testing.T, root string) lab.MemStats {
 		_ = cmd.Wait() // killed: the error says so
 	}()
 	time.Sleep(3 * time.Second)
-	var samples []lab.MemStats
+	f := footprint{binary: "footprint-floor"}
 	for range footprintSamples {
 		m, err := lab.ReadMemStats(cmd.Process.Pid)
 		if err != nil {
 			t.Fatal(err)
 		}
-		samples = append(samples, m)
+		f.mem = append(f.mem, m)
 		time.Sleep(time.Second)
 	}
-	get := func(f func(lab.MemStats) uint64) uint64 { return medianOf(samples, f) }
-	return lab.MemStats{RSS: get(func(m lab.MemStats) uint64 { return m.RSS }),
-		Anon: get(func(m lab.MemStats) uint64 { return m.Anon }), File: get(func(m lab.MemStats) uint64 { return m.File })}
+	return f
 }
 
 // waitRest lets sllbrd rest footprintRest while /metrics is scraped every

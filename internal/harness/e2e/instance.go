@@ -22,14 +22,7 @@ const MetricsAddress = "127.0.0.1:9100"
 // Build compiles cmd/sllbrd from the module at root into dir and returns
 // the binary's path.
 func Build(ctx context.Context, root, dir string) (string, error) {
-	bin := filepath.Join(dir, "sllbrd")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/sllbrd")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/sllbrd: %w\n%s", err, out)
-	}
-	return bin, nil
+	return goBuild(ctx, root, "./cmd/sllbrd", filepath.Join(dir, "sllbrd"))
 }
 
 // BuildRelease compiles cmd/sllbrd like `make build` and the image do
@@ -42,7 +35,13 @@ func BuildRelease(ctx context.Context, root, dir string) (string, error) {
 // BuildReleaseOf compiles the module's package pkg (e.g. "./cmd/sllbrd") as
 // BuildRelease does, to bin, and returns bin.
 func BuildReleaseOf(ctx context.Context, root, pkg, bin string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, pkg)
+	return goBuild(ctx, root, pkg, bin, "-trimpath", "-ldflags=-s -w")
+}
+
+// goBuild compiles the package pkg of the module at root, statically
+// (CGO_ENABLED=0) and with flags, to bin, and returns bin.
+func goBuild(ctx context.Context, root, pkg, bin string, flags ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", append(append([]string{"build"}, flags...), "-o", bin, pkg)...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
