@@ -226,9 +226,10 @@ func (c *compiler) routeChain(r model.Route, fam family, proto model.Protocol, e
 			c.out.Table.Counters = append(c.out.Table.Counters, counter)
 			c.out.RouteCounters[counter] = RouteLabels{Route: r.Name, Service: r.Service}
 		}
+		entries, endpoints := mapName(fam, svc.Name, len(svc.entries(fam))), endpointMapName(fam, svc.Name, svc.endpointMapSize(fam))
 		ch.Rules = append(ch.Rules, nft.Rule{
 			Comment: fmt.Sprintf("route %s: jhash to service %s", r.Name, svc.Name),
-			Exprs:   balance(fam, proto, echo, svc, counter, mapName(fam, svc.Name, len(svc.entries(fam))), endpointMapName(fam, svc.Name)),
+			Exprs:   balance(fam, proto, echo, svc, counter, entries, endpoints),
 		})
 	}
 	c.out.Table.Chains = append(c.out.Table.Chains, ch)
@@ -239,7 +240,8 @@ func (c *compiler) routeChain(r model.Route, fam family, proto model.Protocol, e
 // entry map (entry -> endpoint mark) and the endpoint map (mark -> goto
 // endpoint chain).
 func (c *compiler) service(s *Service, fam family) {
-	endpoints := nft.Set{Name: endpointMapName(fam, s.Name), Kind: nft.MarkMap, Goto: map[uint32]string{}}
+	size := s.endpointMapSize(fam)
+	endpoints := nft.Set{Name: endpointMapName(fam, s.Name, size), Kind: nft.MarkMap, Goto: map[uint32]string{}, Size: size}
 	marks := map[uint16]uint32{} // slot -> mark, of the endpoints with an address of fam
 	for _, ep := range s.Endpoints {
 		addr := ep.addr(fam)

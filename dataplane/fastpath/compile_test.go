@@ -99,7 +99,7 @@ func TestCompileDispatchesEveryVIPAndProtocolInPrecedenceOrder(t *testing.T) {
 	if len(echo.Rules) != 2 || lastVerdict(echo.Rules[0]) != "return" || lastVerdict(echo.Rules[1]) != "goto r6-echo-ns/hi" {
 		t.Errorf("echo chain: %v", echo.Rules)
 	}
-	if r := chainOf(t, p, "r4-udp-ns/hi"); len(r.Rules) != 1 || lastVerdict(r.Rules[0]) != "map em4-svc" ||
+	if r := chainOf(t, p, "r4-udp-ns/hi"); len(r.Rules) != 1 || lastVerdict(r.Rules[0]) != "map em4-svc-64" ||
 		!slices.ContainsFunc(r.Rules[0].Exprs, func(e expr.Any) bool { l, ok := e.(*expr.Lookup); return ok && l.SetName == "m4-svc-3" }) {
 		t.Errorf("route chain %+v", r)
 	}
@@ -113,8 +113,8 @@ func TestCompileDispatchesEveryVIPAndProtocolInPrecedenceOrder(t *testing.T) {
 	if m := setOf("m6-svc-3"); m.Kind != nft.EntryMap || !slices.Equal(m.Marks, []uint32{0x10001, 0x10000, 0x10000}) {
 		t.Errorf("map m6-svc-3 = %#x", m.Marks)
 	}
-	if m := setOf("em6-svc"); m.Kind != nft.MarkMap || !maps.Equal(m.Goto, map[uint32]string{0x10000: "e6-svc-0", 0x10001: "e6-svc-1"}) {
-		t.Errorf("map em6-svc = %v", m.Goto)
+	if m := setOf("em6-svc-64"); m.Kind != nft.MarkMap || m.Size != 64 || !maps.Equal(m.Goto, map[uint32]string{0x10000: "e6-svc-0", 0x10001: "e6-svc-1"}) {
+		t.Errorf("map em6-svc-64 = %v, size %d", m.Goto, m.Size)
 	}
 	if e := chainOf(t, p, "e4-svc-1"); !strings.HasPrefix(e.Rules[0].Comment, "endpoint svc 1 mark 0x10001 169.111.100.11") {
 		t.Errorf("endpoint chain comment %q", e.Rules[0].Comment)
@@ -197,5 +197,35 @@ func TestAdoptedMarks(t *testing.T) {
 	chains["e6-svc-0"] = []string{"endpoint svc 0 mark 0x10005 fd00::a #1"}
 	if got := AdoptedMarks(chains); !slices.Equal(got, want[1:]) {
 		t.Errorf("with a conflict: AdoptedMarks = %v, want %v", got, want[1:])
+	}
+}
+
+// TestCompileSizesEndpointMapsByTheirFamilysEndpoints: each family's
+// endpoint map is sized (and named) for that family's endpoints, so a
+// Service that grows past a size gets a new map its route chains use.
+func TestCompileSizesEndpointMapsByTheirFamilysEndpoints(t *testing.T) {
+	svc := Service{Name: "svc", IPv4: []uint16{0}, IPv6: []uint16{0}}
+	for id := range 65 {
+		ep := Endpoint{ID: id, Mark: 0x10000 + uint32(id), IPv4: netip.AddrFrom4([4]byte{169, 111, byte(id), 1})}
+		if id < 2 {
+			ep.IPv6 = netip.AddrFrom16([16]byte{0xfd, 15: byte(10 + id)})
+		}
+		svc.Endpoints = append(svc.Endpoints, ep)
+	}
+	p := Compile(Input{Routes: []model.Route{testRoute("ns/all", "svc", model.ProtoUDP)}, Services: []Service{svc}})
+	for _, tc := range []struct {
+		chain, set string
+		size, n    int
+	}{{"r4-udp-ns/all", "em4-svc-128", 128, 65}, {"r6-udp-ns/all", "em6-svc-64", 64, 2}} {
+		if got := lastVerdict(chainOf(t, p, tc.chain).Rules[0]); got != "map "+tc.set {
+			t.Errorf("%s ends in %s, want map %s", tc.chain, got, tc.set)
+		}
+		i := slices.IndexFunc(p.Table.Sets, func(s nft.Set) bool { return s.Name == tc.set })
+		if i < 0 {
+			t.Fatalf("no set %s", tc.set)
+		}
+		if s := p.Table.Sets[i]; int(s.Size) != tc.size || len(s.Goto) != tc.n {
+			t.Errorf("%s: size %d with %d endpoints, want %d with %d", tc.set, s.Size, len(s.Goto), tc.size, tc.n)
+		}
 	}
 }

@@ -46,8 +46,9 @@
 // "jhash <key> mod M seed maglev.FlowSeed" selects in the Service's entry
 // map "m4-<service>-<M>" (M entries, entry -> the endpoint's mark; sized,
 // so the kernel picks its fixed hash table for 4-byte keys), and goes to
-// that mark's endpoint chain through the verdict map "em4-<service>" (one
-// element per endpoint). The endpoint chain "e4-<service>-<id>" counts in
+// that mark's endpoint chain through the verdict map "em4-<service>-<S>"
+// (one element per endpoint; S is nft.MarkMapSize of the endpoints, sized
+// for the same reason). The endpoint chain "e4-<service>-<id>" counts in
 // "e-<service>-<id>-<address>" and accepts; policy routing does the rest. A
 // chain that gives no verdict returns to prerouting, whose next rule queues
 // the packet: the kernel path never drops.

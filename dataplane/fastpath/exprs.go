@@ -185,7 +185,7 @@ func mappedSource() []expr.Any {
 // goes to that mark's endpoint chain through the endpoint map:
 //
 //	meta mark set jhash <key> mod M seed FlowSeed map @m4-<service>-<M>
-//	meta mark vmap @em4-<service>
+//	meta mark vmap @em4-<service>-<S>
 //
 // The mark is loaded back rather than looked up from the register the map
 // wrote: nft (1.0.6) cannot list a lookup keyed by a map's result. An

@@ -3,6 +3,7 @@ package fastpath
 import (
 	"net/netip"
 
+	"github.com/sllbrd/sllbrd/dataplane/nft"
 	"github.com/sllbrd/sllbrd/model"
 )
 
@@ -48,6 +49,18 @@ func (s *Service) entries(fam family) []uint16 {
 		return s.IPv4
 	}
 	return s.IPv6
+}
+
+// endpointMapSize is the size of s's endpoint map of fam: for its
+// endpoints with an address of fam.
+func (s *Service) endpointMapSize(fam family) uint32 {
+	n := 0
+	for i := range s.Endpoints {
+		if s.Endpoints[i].addr(fam).IsValid() {
+			n++
+		}
+	}
+	return nft.MarkMapSize(n)
 }
 
 func (e *Endpoint) addr(fam family) netip.Addr {

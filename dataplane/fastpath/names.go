@@ -54,9 +54,10 @@ func mapName(fam family, service string, m int) string {
 }
 
 // endpointMapName names a Service's map from an endpoint's mark to its
-// chain.
-func endpointMapName(fam family, service string) string {
-	return short(fmt.Sprintf("em%d-%s", fam, service))
+// chain, of size elements at most (nft.MarkMapSize): a new size is a new
+// map, as for mapName.
+func endpointMapName(fam family, service string, size uint32) string {
+	return short(fmt.Sprintf("em%d-%s-%d", fam, service, size))
 }
 
 func endpointChainName(fam family, service string, id int) string {

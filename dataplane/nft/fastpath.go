@@ -81,7 +81,21 @@ type Set struct {
 	Ports    []PortRange
 	Marks    []uint32          // EntryMap
 	Goto     map[uint32]string // MarkMap
+	// Size is a MarkMap's most elements, MarkMapSize of its endpoints:
+	// the kernel refuses more.
+	Size uint32
 }
+
+// MarkMapSize is the size of a MarkMap of n endpoints: a power of two, at
+// least minMarkMapSize. Sized, the kernel keeps the map in a fixed hash
+// table of 4-byte keys (nft_hash_fast), which a packet looks up without
+// the resizable table's hashing and key compare (nft_rhash); a new size
+// is a new map, so the compiler names the map by its size.
+func MarkMapSize(n int) uint32 { return powerOfTwoSize(minMarkMapSize, n) }
+
+// minMarkMapSize is the smallest size of a MarkMap: a Service of up to 64
+// endpoints keeps its map, a table of 128 buckets (1 KiB), as it grows.
+const minMarkMapSize = 64
 
 // PortRange is the ports From..To.
 type PortRange struct{ From, To uint16 }
@@ -125,6 +139,9 @@ func (f *FastPath) validate(vips []netip.Addr) error {
 			return fmt.Errorf("%w: set %q defined twice", ErrInvalidConfig, s.Name)
 		}
 		sets[s.Name] = true
+		if s.Kind == MarkMap && (s.Size == 0 || len(s.Goto) > int(s.Size)) {
+			return fmt.Errorf("%w: map %s of %d elements has size %d", ErrInvalidConfig, s.Name, len(s.Goto), s.Size)
+		}
 		for _, c := range s.Goto {
 			if !chains[c] {
 				return fmt.Errorf("%w: map %s leads to unknown chain %q", ErrInvalidConfig, s.Name, c)
@@ -161,9 +178,9 @@ func (s *Set) nftSet(t *nftables.Table) *nftables.Set {
 	case PortSet:
 		set.KeyType, set.Interval = nftables.TypeInetService, true
 	case MarkMap:
-		// Not sized: its size never changes the set's type (a type
-		// change rebuilds the table); it holds a few elements.
+		// Sized (MarkMapSize), as the entry maps and for the same reason.
 		set.KeyType, set.IsMap, set.DataType, set.KeyByteOrder = nftables.TypeMark, true, nftables.TypeVerdict, binaryutil.NativeEndian
+		set.Size = s.Size
 	default:
 		// Sized: the kernel then keeps the map in a fixed hash table
 		// (nft_hash_fast for 4-byte keys) rather than a resizable one.
@@ -331,8 +348,12 @@ func dispatchSets(t *nftables.Table, f *FastPath) (v4, v6 *setSpec) {
 // minDispatchSize is the smallest size of a dispatch map.
 const minDispatchSize = 64
 
-func dispatchSize(n int) uint32 {
-	size := uint32(minDispatchSize)
+func dispatchSize(n int) uint32 { return powerOfTwoSize(minDispatchSize, n) }
+
+// powerOfTwoSize is the smallest size least*2^k that holds n elements
+// (least a power of two).
+func powerOfTwoSize(least uint32, n int) uint32 {
+	size := least
 	for int(size) < n {
 		size *= 2
 	}

@@ -24,7 +24,7 @@ func testFastPath(entries []int, sources []netip.Prefix) *FastPath {
 	for _, id := range entries {
 		m.Marks = append(m.Marks, endpointMark(id))
 	}
-	k := Set{Name: "k4-svc", Kind: MarkMap, Goto: map[uint32]string{}}
+	k := Set{Name: "k4-svc", Kind: MarkMap, Goto: map[uint32]string{}, Size: MarkMapSize(len(ids))}
 	for _, id := range ids {
 		k.Goto[endpointMark(id)] = fmt.Sprintf("e-%d", id)
 	}
@@ -182,12 +182,18 @@ func TestFastPathValidation(t *testing.T) {
 		"chain twice":                  func(f *FastPath) { f.Chains = append(f.Chains, f.Chains[0]) },
 		"a base chain's name":          func(f *FastPath) { f.Chains[0].Name = ChainPrerouting },
 		"map to an unknown chain":      func(f *FastPath) { f.Sets[1].Goto[endpointMark(0)] = "nope" },
-		"a name too long":              func(f *FastPath) { f.Counters = append(f.Counters, string(make([]byte, 256))) },
+		"endpoint map without a size":  func(f *FastPath) { f.Sets[1].Size = 0 },
+		"endpoint map over its size": func(f *FastPath) {
+			for id := 1; id <= int(f.Sets[1].Size); id++ {
+				f.Sets[1].Goto[endpointMark(id)] = f.Sets[1].Goto[endpointMark(0)]
+			}
+		},
+		"a name too long": func(f *FastPath) { f.Counters = append(f.Counters, string(make([]byte, 256))) },
 	} {
 		f := *ok
 		f.Dispatch, f.Chains, f.Counters = slices.Clone(ok.Dispatch), slices.Clone(ok.Chains), slices.Clone(ok.Counters)
 		f.Sets = []Set{{Name: ok.Sets[0].Name, Kind: EntryMap, Marks: slices.Clone(ok.Sets[0].Marks)},
-			{Name: ok.Sets[1].Name, Kind: MarkMap, Goto: maps.Clone(ok.Sets[1].Goto)}}
+			{Name: ok.Sets[1].Name, Kind: MarkMap, Goto: maps.Clone(ok.Sets[1].Goto), Size: ok.Sets[1].Size}}
 		mutate(&f)
 		if err := kernelConfig(&f).Validate(); err == nil {
 			t.Errorf("%s: valid", name)
@@ -216,5 +222,16 @@ func TestIntervalElements(t *testing.T) {
 	got = render(portElements([]PortRange{{From: 80, To: 80}, {From: 81, To: 90}, {From: 1000, To: 65535}}))
 	if want := []string{"0050", "005b end", "03e8 open"}; !slices.Equal(got, want) {
 		t.Errorf("ports: %v, want %v", got, want)
+	}
+}
+
+func TestMarkMapSize(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want uint32
+	}{{0, 64}, {1, 64}, {64, 64}, {65, 128}, {1000, 1024}} {
+		if got := MarkMapSize(tc.n); got != tc.want {
+			t.Errorf("MarkMapSize(%d) = %d, want %d", tc.n, got, tc.want)
+		}
 	}
 }
