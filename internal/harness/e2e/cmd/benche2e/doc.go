@@ -10,15 +10,21 @@
 // placements: NFQLB's (one sender on CPU 0, sllbrd pinned to CPU 1) and an
 // unpinned one (a sender per CPU, sllbrd with a queue per CPU spread by
 // CPU), and the kernel path with 10% of the flows fragmented (the mixed
-// case). It records the received rate, loss, the machine's CPU time per
-// packet (/proc/stat) and, for sllbrd, its own CPU time, RSS and nfqueue
+// case). In both placements it also measures the nftables floor
+// (floor.go): the least any nftables Maglev decision does, one rule and
+// one map lookup setting the mark, with policy routing, and no sllbrd. It
+// records the received rate, loss, the machine's CPU time per packet
+// (/proc/stat) and, for sllbrd, its own CPU time, RSS and nfqueue
 // metrics. It then finds the highest offered rate each unpinned setup
 // (kernel forwarding, nfqueue, kernel path) carries with less than 0.1%
 // loss and, when perf(1) works, profiles every CPU during a blast through
-// each, keeping the packet path's tasks. It prints one table with medians
-// and spreads, the ratios sllbrd/kernel forwarding and kernel
-// path/nfqueue, compared with their goals (NFQLB's share for nfqueue,
-// 0.95 of kernel forwarding and 2x nfqueue for the kernel path).
+// each and the floor, keeping the packet path's tasks, and reports the
+// share of their samples in the decision (netfilter, nf_tables, jhash,
+// policy rules) with the ratio to forwarding it implies. It prints one
+// table with medians and spreads, the ratios sllbrd/kernel forwarding
+// and kernel path/nfqueue, compared with their goals (NFQLB's share for
+// nfqueue, 0.95 of kernel forwarding and 2x nfqueue for the kernel path;
+// the floor is held to the kernel path's).
 //
 // Promises: it needs root and runs from the module root with no
 // arguments; every blast is bounded (seconds) and the whole run is bounded

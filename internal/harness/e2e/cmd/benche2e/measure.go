@@ -28,6 +28,8 @@ type setup struct {
 	// fragmentEvery > 0 fragments every fragmentEvery-th flow (the mixed
 	// case: those datagrams take the userspace path).
 	fragmentEvery int
+	// floor is the nftables floor (floor.go) in lb1 instead of sllbrd.
+	floor bool
 }
 
 // Values of sllbrd's --dataplane.
@@ -36,7 +38,30 @@ const (
 	dataplaneNFQueue = "nfqueue"
 )
 
-func (s setup) kernel() bool { return s.dataplane == "" }
+// setupKind is what forwards in lb1.
+type setupKind int
+
+const (
+	kindForwarding setupKind = iota // plain kernel forwarding
+	kindNFQueue                     // sllbrd --dataplane nfqueue
+	kindKernelPath                  // sllbrd --dataplane kernel
+	kindFloor                       // the nftables floor (floor.go)
+)
+
+func (s setup) kind() setupKind {
+	switch {
+	case s.floor:
+		return kindFloor
+	case s.dataplane == dataplaneNFQueue:
+		return kindNFQueue
+	case s.dataplane == dataplaneKernel:
+		return kindKernelPath
+	}
+	return kindForwarding
+}
+
+// kernel reports whether s is plain kernel forwarding.
+func (s setup) kernel() bool { return s.dataplane == "" && !s.floor }
 
 // sample is what one measurement blast recorded.
 type sample struct {
@@ -63,7 +88,7 @@ func (b *bench) measure(ctx context.Context, s setup) (sample, error) {
 	if err := b.placeClient(s); err != nil {
 		return sample{}, err
 	}
-	if s.kernel() {
+	if s.kernel() || s.floor {
 		return b.measureKernel(ctx, s)
 	}
 	var smp sample
@@ -74,9 +99,12 @@ func (b *bench) measure(ctx context.Context, s setup) (sample, error) {
 	return smp, err
 }
 
-// with runs fn with lb1 forwarding as s: plain kernel forwarding (inst is
-// nil) or a started sllbrd.
+// with runs fn with lb1 forwarding as s: plain kernel forwarding or the
+// nftables floor (inst is nil), or a started sllbrd.
 func (b *bench) with(ctx context.Context, s setup, fn func(inst *e2e.Instance) error) error {
+	if s.floor {
+		return b.withFloor(ctx, func() error { return fn(nil) })
+	}
 	if !s.kernel() {
 		return b.withSllbrd(ctx, s, fn)
 	}
@@ -101,7 +129,8 @@ func (b *bench) placeClient(s setup) error {
 	return pinProcess(os.Getpid())
 }
 
-// measureKernel blasts through plain kernel forwarding (ECMP in lb1).
+// measureKernel blasts through plain kernel forwarding (ECMP in lb1) or
+// the nftables floor.
 func (b *bench) measureKernel(ctx context.Context, s setup) (sample, error) {
 	var smp sample
 	err := b.with(ctx, s, func(*e2e.Instance) (err error) {

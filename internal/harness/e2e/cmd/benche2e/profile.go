@@ -21,9 +21,10 @@ import (
 // shared, so other tasks' samples are left out.
 type profileResult struct {
 	setup      string
+	kind       setupKind
 	note       string // why there is no profile
 	perPacket  time.Duration
-	bySym      []share
+	bySym      []share // the largest first, down to symbolLimit
 	datagrams  uint64
 	pathSample uint64
 }
@@ -33,10 +34,12 @@ type share struct {
 	what    string
 }
 
-// Profile bounds: perf's sampling frequency and the symbols reported.
+// Profile bounds: perf's sampling frequency, the symbols reported and the
+// smallest share of a symbol kept (for decisionShare).
 const (
 	perfFrequency = 1999
 	topSymbols    = 20
+	symbolLimit   = 0.01
 )
 
 // pathComms are the command names of the packet path's tasks.
@@ -51,7 +54,7 @@ func (b *bench) profile(ctx context.Context, s setup) *profileResult {
 	}
 	data := filepath.Join(b.manifests, "perf.data")
 	defer os.Remove(data)
-	res := &profileResult{setup: s.name}
+	res := &profileResult{setup: s.name, kind: s.kind()}
 	if err := b.placeClient(s); err != nil {
 		return &profileResult{setup: s.name, note: err.Error()}
 	}
@@ -75,7 +78,7 @@ func (b *bench) profile(ctx context.Context, s setup) *profileResult {
 	if err != nil {
 		return &profileResult{setup: s.name, note: err.Error()}
 	}
-	byComm, err := perfReport(ctx, perf, data, "comm", "-n")
+	byComm, err := perfReport(ctx, perf, data, "comm", 0.5, "-n")
 	if err != nil {
 		return &profileResult{setup: s.name, note: err.Error()}
 	}
@@ -83,7 +86,7 @@ func (b *bench) profile(ctx context.Context, s setup) *profileResult {
 	if res.datagrams > 0 {
 		res.perPacket = time.Duration(float64(res.pathSample) / perfFrequency * 1e9 / float64(res.datagrams))
 	}
-	if res.bySym, err = perfReport(ctx, perf, data, "sym", "--comms", strings.Join(pathComms, ","), "--percentage", "relative"); err != nil {
+	if res.bySym, err = perfReport(ctx, perf, data, "sym", symbolLimit, "--comms", strings.Join(pathComms, ","), "--percentage", "relative"); err != nil {
 		return &profileResult{setup: s.name, note: err.Error()}
 	}
 	return res
@@ -117,9 +120,11 @@ func isPathComm(c string) bool {
 	return false
 }
 
-// perfReport returns the flat profile sorted by keys, largest first.
-func perfReport(ctx context.Context, perf, data, keys string, extra ...string) ([]share, error) {
-	args := append([]string{"report", "-i", data, "--stdio", "--no-children", "--sort", keys, "--percent-limit", "0.5"}, extra...)
+// perfReport returns the flat profile sorted by keys, largest first, down
+// to limit percent.
+func perfReport(ctx context.Context, perf, data, keys string, limit float64, extra ...string) ([]share, error) {
+	args := append([]string{"report", "-i", data, "--stdio", "--no-children", "--sort", keys,
+		"--percent-limit", strconv.FormatFloat(limit, 'f', -1, 64)}, extra...)
 	out, err := exec.CommandContext(ctx, perf, args...).Output()
 	if err != nil {
 		return nil, fmt.Errorf("perf report --sort %s: %w", keys, err)
@@ -143,4 +148,52 @@ func parsePerfReport(out string) []share {
 		shares = append(shares, share{percent: v, what: strings.Join(strings.Fields(rest), " ")})
 	}
 	return shares
+}
+
+// decisionShare is the percentage of a flat kernel profile's samples in
+// the decision the kernel path adds to forwarding: netfilter's hooks,
+// nf_tables with its expressions and sets, the jhash, and policy
+// routing's walk of the rules. Plain forwarding has some of it too (the
+// lab's own hooks, the rules local and main).
+func decisionShare(bySym []share) float64 {
+	var pct float64
+	for _, s := range decisionSymbols(bySym) {
+		pct += s.percent
+	}
+	return pct
+}
+
+// decisionSymbols are the shares of decisionShare's symbols, without
+// perf's "[k]", the largest first.
+func decisionSymbols(bySym []share) []share {
+	var out []share
+	for _, s := range bySym {
+		if sym := strings.TrimPrefix(s.what, "[k] "); decisionSymbol(sym) {
+			out = append(out, share{percent: s.percent, what: sym})
+		}
+	}
+	return out
+}
+
+// decisionPrefixes are the names of decisionShare's kernel functions.
+var decisionPrefixes = []string{"nft_", "__nft_", "nf_", "__nf_", "jhash", "fib_rules_", "fib_rule_", "fib4_rule_", "fib6_rule_"}
+
+func decisionSymbol(sym string) bool {
+	for _, p := range decisionPrefixes {
+		if strings.HasPrefix(sym, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// estimatedRatio is the share of forwarding's rate that a setup whose
+// profile spends decision percent of its samples on the decision would
+// reach if the rest of its work per packet cost what forwarding's does
+// (which spends forwarding percent there) and that work bounded the rate:
+// a packet costs rest/(1-decision), so the ratio is
+// (1-decision)/(1-forwarding). An estimate from one profile each, far
+// less noisy on a shared machine than the rates, not a measurement.
+func estimatedRatio(decision, forwarding float64) float64 {
+	return (100 - decision) / (100 - forwarding)
 }

@@ -106,7 +106,46 @@ func (r *report) write(w io.Writer) {
 	for _, p := range r.profiles {
 		p.write(w)
 	}
+	r.writeDecisionShares(w)
 }
+
+// writeDecisionShares prints each profile's decisionShare and, for the
+// kernel path and the floor, the ratio it implies (estimatedRatio).
+func (r *report) writeDecisionShares(w io.Writer) {
+	var fwd *profileResult
+	for _, p := range r.profiles {
+		if p.kind == kindForwarding && p.note == "" {
+			fwd = p
+		}
+	}
+	if fwd == nil {
+		return
+	}
+	base := decisionShare(fwd.bySym)
+	fmt.Fprintf(w, "\nthe decision's share of the packet path's samples (netfilter, nf_tables, jhash, policy rules; %s):\n", strings.Join(decisionPrefixes, " "))
+	for _, p := range r.profiles {
+		if p.note != "" {
+			continue
+		}
+		d := decisionShare(p.bySym)
+		line := fmt.Sprintf("  %s: %.1f%%", p.setup, d)
+		if p.kind == kindKernelPath || p.kind == kindFloor {
+			line += fmt.Sprintf(": %.3f of %s if the rest of a packet's work cost the same (estimate; goal %.2f)",
+				estimatedRatio(d, base), fwd.setup, kernelPathOfForwarding)
+		}
+		fmt.Fprintln(w, line)
+		var parts []string
+		for _, s := range decisionSymbols(p.bySym) {
+			if s.percent >= decisionDetail {
+				parts = append(parts, fmt.Sprintf("%s %.2f", s.what, s.percent))
+			}
+		}
+		fmt.Fprintf(w, "    %s\n", strings.Join(parts, ", "))
+	}
+}
+
+// decisionDetail is the smallest share of a decision symbol listed.
+const decisionDetail = 0.1
 
 func (r *report) writeRow(tw io.Writer, s setup) {
 	ss := r.samples[s.name]
@@ -115,6 +154,11 @@ func (r *report) writeRow(tw io.Writer, s setup) {
 	machine := column(ss, func(x sample) float64 { return float64(perPacket(x.machine, x.blast.Received).Nanoseconds()) })
 	if s.kernel() {
 		fmt.Fprintf(tw, "%s\t%s\t1\t%s\t%s\t-\t-\t-\t-\t-\n", s.name, recv.format(1e-3, 1), loss.format(100, 2), machine.format(1e-3, 2))
+		return
+	}
+	if s.floor {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t-\t-\t-\t-\t-\n", s.name, recv.format(1e-3, 1), r.ratios(s).format(1, 2),
+			loss.format(100, 2), machine.format(1e-3, 2))
 		return
 	}
 	cpu := column(ss, func(x sample) float64 { return float64(x.cpuPerPacket().Nanoseconds()) })
@@ -144,7 +188,8 @@ func fraction(part, whole time.Duration) float64 {
 
 // writeVerdict compares each sllbrd setup's ratio with its goal: NFQLB's
 // share in the same placement for the nfqueue dataplane, 0.95 of kernel
-// forwarding for the kernel path; the kernel path with the nfqueue
+// forwarding for the kernel path and the nftables floor (which bounds
+// what the kernel path can reach); the kernel path with the nfqueue
 // dataplane unpinned (at least 2x). The mixed case has no goal of its own:
 // it is compared with the pure kernel path (its sender, which fragments,
 // sets its rate).
@@ -156,6 +201,8 @@ func (r *report) writeVerdict(w io.Writer) {
 		}
 		goal, what := nfqlbRatio, "NFQLB's"
 		switch {
+		case s.floor:
+			goal, what = kernelPathOfForwarding, "(the least any nftables Maglev ruleset does) the kernel path's"
 		case s.dataplane == dataplaneKernel:
 			goal, what = kernelPathOfForwarding, "the kernel path's"
 		case !s.pinned:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -118,5 +119,62 @@ func TestPathSamples(t *testing.T) {
 `
 	if got := pathSamples(parsePerfReport(report)); got != 800 {
 		t.Errorf("pathSamples = %d, want 800 (benche2e, ksoftirqd, sllbrd)", got)
+	}
+}
+
+// TestDecisionShare sums netfilter's, nf_tables', the jhash's and the
+// policy rules' symbols and nothing else.
+func TestDecisionShare(t *testing.T) {
+	profile := parsePerfReport(`# Samples: 10K of event 'cpu-clock'
+     4.00%  [k] nft_do_chain
+     3.50%  [k] fib_table_lookup
+     2.00%  [k] nft_hash_lookup_fast
+     1.50%  [k] nf_hook_slow
+     1.00%  [k] memcmp
+     0.50%  [k] fib_rules_lookup
+     0.40%  [k] fib4_rule_match
+     0.30%  [k] nft_jhash_eval
+     0.20%  [k] __nft_trace_packet
+     0.10%  [k] ip_forward
+`)
+	if got, want := decisionShare(profile), 4.0+2.0+1.5+0.5+0.4+0.3+0.2; fmt.Sprintf("%.2f", got) != fmt.Sprintf("%.2f", want) {
+		t.Errorf("decisionShare = %.2f, want %.2f", got, want)
+	}
+	if got := estimatedRatio(10, 5); fmt.Sprintf("%.4f", got) != "0.9474" {
+		t.Errorf("estimatedRatio(10, 5) = %.4f, want 0.9474 (90/95)", got)
+	}
+}
+
+// TestReportFloor: the floor is held to the kernel path's goal, and the
+// profiles' decision shares give the kernel path's and the floor's
+// estimated ratios against forwarding's profile.
+func TestReportFloor(t *testing.T) {
+	ss := []setup{{name: "kernel"}, {name: "kp", dataplane: dataplaneKernel, queues: 1}, {name: "floor", floor: true}}
+	r := &report{setups: ss, samples: map[string][]sample{
+		"kernel": {{blast: blastAt(1000, 1000)}},
+		"kp":     {{blast: blastAt(1000, 900), cpu: lab.ProcStats{RSS: 1}}},
+		"floor":  {{blast: blastAt(1000, 970)}},
+	}, profiles: []*profileResult{
+		{setup: "kernel", kind: kindForwarding, bySym: []share{{5, "[k] nft_do_chain"}, {50, "[k] veth_xmit"}}},
+		{setup: "kp", kind: kindKernelPath, bySym: []share{{15, "[k] nft_do_chain"}}},
+		{setup: "floor", kind: kindFloor, bySym: []share{{10, "[k] nft_do_chain"}}},
+		{setup: "nfq", kind: kindNFQueue, bySym: []share{{20, "[k] nf_queue"}}},
+	}}
+	var out bytes.Buffer
+	r.write(&out)
+	text := strings.Join(strings.Fields(out.String()), " ")
+	for _, want := range []string{
+		"floor: 0.97 of kernel (median): meets (the least any nftables Maglev ruleset does) the kernel path's goal 0.95",
+		"kp: 0.90 of kernel (median): DOES NOT MEET the kernel path's goal 0.95",
+		"floor 1.0 0.97 3.00 0.00 - -",
+		"kernel: 5.0%", "nfq: 20.0%",
+		"kp: 15.0%: 0.895 of kernel if the rest", "floor: 10.0%: 0.947 of kernel if the rest", "nft_do_chain 15.00",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(text, "nfq: 20.0%:") {
+		t.Errorf("the nfqueue dataplane's decision (in userspace) got an estimate:\n%s", out.String())
 	}
 }

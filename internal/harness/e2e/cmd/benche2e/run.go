@@ -38,8 +38,9 @@ var (
 // kernel forwarding reference. With two CPUs or more: NFQLB's placement (one
 // sender on one CPU, the LB process on the other) and an unpinned one
 // (a sender per CPU, sllbrd with a queue per CPU spread by CPU), each with
-// the nfqueue dataplane and the kernel path, and the kernel path with 10%
-// of the flows fragmented (their datagrams take the userspace path).
+// the nfqueue dataplane, the kernel path and the nftables floor (floor.go),
+// and the kernel path with 10% of the flows fragmented (their datagrams
+// take the userspace path).
 func setups(senders int) []setup {
 	n := runtime.NumCPU()
 	if n < 2 {
@@ -51,18 +52,30 @@ func setups(senders int) []setup {
 		{name: fmt.Sprintf("kernel, 1 sender on CPU %d", clientCPU), senders: 1, pinned: true},
 		{name: fmt.Sprintf("nfqueue, 1 queue on CPU %d", lbCPU), dataplane: dataplaneNFQueue, queues: 1, senders: 1, pinned: true, reference: 0},
 		{name: fmt.Sprintf("kernel path, sllbrd on CPU %d", lbCPU), dataplane: dataplaneKernel, queues: 1, senders: 1, pinned: true, reference: 0},
+		{name: "nftables floor, 1 sender", floor: true, senders: 1, pinned: true, reference: 0},
 		{name: fmt.Sprintf("kernel, %d senders", senders), senders: senders},
-		{name: fmt.Sprintf("nfqueue, %d queues fanout", n), dataplane: dataplaneNFQueue, queues: n, fanout: true, senders: senders, reference: 3},
-		{name: "kernel path, unpinned", dataplane: dataplaneKernel, queues: n, fanout: true, senders: senders, reference: 3},
-		{name: "kernel path, 10% fragmented", dataplane: dataplaneKernel, queues: n, fanout: true, senders: senders, reference: 3, fragmentEvery: 10},
+		{name: fmt.Sprintf("nfqueue, %d queues fanout", n), dataplane: dataplaneNFQueue, queues: n, fanout: true, senders: senders, reference: 4},
+		{name: "kernel path, unpinned", dataplane: dataplaneKernel, queues: n, fanout: true, senders: senders, reference: 4},
+		{name: "nftables floor, unpinned", floor: true, senders: senders, reference: 4},
+		{name: "kernel path, 10% fragmented", dataplane: dataplaneKernel, queues: n, fanout: true, senders: senders, reference: 4, fragmentEvery: 10},
 	}
 }
 
-// unpinned returns the unpinned setups of a dataplane ("" for kernel
+// unpinned returns the unpinned setup of a dataplane ("" for kernel
 // forwarding), without fragments: the loss-free searches and profiles.
 func unpinned(ss []setup, dataplane string) (setup, bool) {
 	for _, s := range ss {
-		if s.dataplane == dataplane && !s.pinned && s.fragmentEvery == 0 {
+		if s.dataplane == dataplane && !s.floor && !s.pinned && s.fragmentEvery == 0 {
+			return s, true
+		}
+	}
+	return setup{}, false
+}
+
+// unpinnedFloor returns the unpinned nftables floor: it is profiled too.
+func unpinnedFloor(ss []setup) (setup, bool) {
+	for _, s := range ss {
+		if s.floor && !s.pinned {
 			return s, true
 		}
 	}
@@ -102,6 +115,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		if o.profile {
 			rep.profiles = append(rep.profiles, b.profile(ctx, s))
 		}
+	}
+	if s, ok := unpinnedFloor(rep.setups); ok && o.profile {
+		rep.profiles = append(rep.profiles, b.profile(ctx, s))
 	}
 	rep.elapsed = time.Since(start)
 	rep.write(out)

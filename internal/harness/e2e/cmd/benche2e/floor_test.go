@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sllbrd/sllbrd/maglev"
+)
+
+func maglevTable(t *testing.T, n int) *maglev.Table {
+	t.Helper()
+	active := make([]bool, n)
+	for i := range active {
+		active[i] = true
+	}
+	tab, err := maglev.Build(n, active)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab
+}
+
+// TestFloorRuleset: the floor's map holds the Maglev table entry by entry
+// as marks, and its one rule hashes the family's addresses and the ports
+// with sllbrd's seed into it.
+func TestFloorRuleset(t *testing.T) {
+	tab := maglevTable(t, 3)
+	for _, tc := range []struct {
+		vip  string
+		rule string
+	}{
+		{"20.0.0.1", fmt.Sprintf("ip daddr 20.0.0.1 udp dport 6000 meta mark set jhash @nh,96,64 . @th,0,32 mod %d seed %#x map @maglev", tab.Size(), maglev.FlowSeed)},
+		{"2001:db8::1", fmt.Sprintf("ip6 daddr 2001:db8::1 udp dport 6000 meta mark set jhash @nh,64,256 . @th,0,32 mod %d seed %#x map @maglev", tab.Size(), maglev.FlowSeed)},
+	} {
+		script, err := floorRuleset(netip.MustParseAddr(tc.vip), 6000, tab, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(script, "\t\t"+tc.rule+"\n") {
+			t.Errorf("%s: no rule %q in\n%.400s", tc.vip, tc.rule, script)
+		}
+		want := tab.AppendEntrySlots(nil)
+		elems := regexp.MustCompile(`(\d+) : 0x([0-9a-f]+)`).FindAllStringSubmatch(script, -1)
+		if len(elems) != len(want) {
+			t.Fatalf("%s: %d map elements, want %d", tc.vip, len(elems), len(want))
+		}
+		for i, e := range elems {
+			mark, _ := strconv.ParseUint(e[2], 16, 32)
+			if e[1] != strconv.Itoa(i) || mark != uint64(floorMark)+uint64(want[i]) {
+				t.Fatalf("%s: element %d is %s : %#x, want %d : %#x", tc.vip, i, e[1], mark, i, floorMark+int(want[i]))
+			}
+		}
+	}
+	if _, err := floorRuleset(netip.MustParseAddr("20.0.0.1"), 6000, tab, 4); err == nil {
+		t.Error("floorRuleset accepted a table of 3 slots for 4 targets")
+	}
+}
+
+func TestFloorRoutes(t *testing.T) {
+	add := floorRoutes("add", netip.MustParseAddr("20.0.0.1"), 2)
+	want := "rule add pref 10000 fwmark 0x10000 lookup 65536\n" +
+		"route replace default via 169.111.100.11 dev net1 table 65536\n" +
+		"rule add pref 10000 fwmark 0x10001 lookup 65537\n" +
+		"route replace default via 169.111.100.12 dev net1 table 65537\n"
+	if add != want {
+		t.Errorf("floorRoutes(add) =\n%s\nwant\n%s", add, want)
+	}
+	del := floorRoutes("del", netip.MustParseAddr("2001:db8::1"), 1)
+	if want := "rule del pref 10000 fwmark 0x10000 lookup 65536\nroute flush table 65536\n"; del != want {
+		t.Errorf("floorRoutes(del) = %q, want %q", del, want)
+	}
+}
+
+// TestSetupsReferToForwarding: every setup is compared with a plain
+// kernel forwarding setup of its own placement measured before it.
+func TestSetupsReferToForwarding(t *testing.T) {
+	for _, senders := range []int{1, 2} {
+		ss := setups(senders)
+		for i, s := range ss {
+			if s.kernel() {
+				continue
+			}
+			ref := ss[s.reference]
+			if !ref.kernel() || ref.pinned != s.pinned || s.reference >= i {
+				t.Errorf("%s refers to %s (index %d of %d)", s.name, ref.name, s.reference, i)
+			}
+		}
+	}
+}
