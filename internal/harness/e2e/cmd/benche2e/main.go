@@ -20,8 +20,11 @@ type options struct {
 	senders  int           // client sending threads of the unpinned setups
 	search   bool          // find the highest loss-free rate
 	profile  bool          // perf record sllbrd during a blast
-	timeout  time.Duration // bound of the whole run
-	verbose  bool          // log the lab's progress
+	// profileRounds is how many times each profiled setup is profiled,
+	// in turn.
+	profileRounds int
+	timeout       time.Duration // bound of the whole run
+	verbose       bool          // log the lab's progress
 }
 
 func parseOptions(args []string, errOut io.Writer) (options, error) {
@@ -33,6 +36,7 @@ func parseOptions(args []string, errOut io.Writer) (options, error) {
 	fs.IntVar(&o.senders, "senders", max(runtime.NumCPU(), 1), "client sending threads of the unpinned setups")
 	fs.BoolVar(&o.search, "search", true, "search the highest offered rate each unpinned setup carries with <0.1% loss")
 	fs.BoolVar(&o.profile, "profile", true, "profile each unpinned setup with perf record -a during a blast (if perf works)")
+	fs.IntVar(&o.profileRounds, "profile-rounds", 3, "profiles of each unpinned setup, taken in turn")
 	fs.DurationVar(&o.timeout, "timeout", 9*time.Minute, "bound of the whole run")
 	fs.BoolVar(&o.verbose, "v", false, "log the lab's progress")
 	if err := fs.Parse(args); err != nil {
@@ -53,6 +57,8 @@ func (o options) validate(rest []string) error {
 		return fmt.Errorf("-rounds %d: want 1..10", o.rounds)
 	case o.duration < 500*time.Millisecond || o.duration > 20*time.Second:
 		return fmt.Errorf("-duration %v: want 0.5s..20s", o.duration)
+	case o.profileRounds < 1 || o.profileRounds > 5:
+		return fmt.Errorf("-profile-rounds %d: want 1..5", o.profileRounds)
 	case o.senders < 1 || o.senders > 8:
 		return fmt.Errorf("-senders %d: want 1..8", o.senders)
 	case o.timeout <= 0 || o.timeout > 10*time.Minute:

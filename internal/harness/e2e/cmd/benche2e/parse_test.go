@@ -87,6 +87,9 @@ func TestParseOptions(t *testing.T) {
 		{[]string{"-rounds", "0"}, false},
 		{[]string{"-duration", "1m"}, false},
 		{[]string{"-senders", "9"}, false},
+		{[]string{"-profile-rounds", "1"}, true},
+		{[]string{"-profile-rounds", "0"}, false},
+		{[]string{"-profile-rounds", "6"}, false},
 		{[]string{"extra"}, false},
 		{[]string{"-nosuchflag"}, false},
 	}
@@ -95,7 +98,7 @@ func TestParseOptions(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("parseOptions(%v) error %v, want ok %v", tc.args, err, tc.ok)
 		}
-		if tc.args == nil && (o.rounds != 3 || o.duration != 4*time.Second || !o.search || !o.profile) {
+		if tc.args == nil && (o.rounds != 3 || o.duration != 4*time.Second || !o.search || !o.profile || o.profileRounds != 3) {
 			t.Errorf("defaults = %+v", o)
 		}
 	}

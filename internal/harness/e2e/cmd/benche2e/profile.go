@@ -22,6 +22,7 @@ import (
 type profileResult struct {
 	setup      string
 	kind       setupKind
+	round      int    // 1, 2, ...: the setups are profiled in turn
 	note       string // why there is no profile
 	perPacket  time.Duration
 	bySym      []share // the largest first, down to symbolLimit
@@ -44,6 +45,19 @@ const (
 
 // pathComms are the command names of the packet path's tasks.
 var pathComms = []string{"benche2e", "ksoftirqd/0", "ksoftirqd/1", "ksoftirqd/2", "ksoftirqd/3", "sllbrd"}
+
+// profiles profiles every setup of ss, in turn, rounds times.
+func (b *bench) profiles(ctx context.Context, ss []setup, rounds int) []*profileResult {
+	var out []*profileResult
+	for round := 1; round <= rounds; round++ {
+		for _, s := range ss {
+			p := b.profile(ctx, s)
+			p.round = round
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // profile records every CPU with perf during one blast through s. A
 // failure is not fatal: the result says what went wrong.

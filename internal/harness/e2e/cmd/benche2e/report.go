@@ -104,43 +104,66 @@ func (r *report) write(w io.Writer) {
 	r.writeVerdict(w)
 	r.writeLossFree(w)
 	for _, p := range r.profiles {
-		p.write(w)
+		if p.round <= 1 {
+			p.write(w)
+		}
 	}
 	r.writeDecisionShares(w)
 }
 
-// writeDecisionShares prints each profile's decisionShare and, for the
-// kernel path and the floor, the ratio it implies (estimatedRatio).
+// writeDecisionShares prints, per profiled setup, the spread of its
+// profiles' decisionShare and, for the kernel path and the floor, of the
+// ratios they imply against forwarding's profile of the same round
+// (estimatedRatio), with the first profile's decision symbols.
 func (r *report) writeDecisionShares(w io.Writer) {
-	var fwd *profileResult
+	base := map[int]float64{} // forwarding's share by round
+	var fwd string
 	for _, p := range r.profiles {
 		if p.kind == kindForwarding && p.note == "" {
-			fwd = p
+			base[p.round], fwd = decisionShare(p.bySym), p.setup
 		}
 	}
-	if fwd == nil {
+	if len(base) == 0 {
 		return
 	}
-	base := decisionShare(fwd.bySym)
-	fmt.Fprintf(w, "\nthe decision's share of the packet path's samples (netfilter, nf_tables, jhash, policy rules; %s):\n", strings.Join(decisionPrefixes, " "))
+	type shares struct {
+		first           *profileResult
+		share, estimate []float64
+	}
+	var order []string
+	by := map[string]*shares{}
 	for _, p := range r.profiles {
 		if p.note != "" {
 			continue
 		}
+		a := by[p.setup]
+		if a == nil {
+			a = &shares{first: p}
+			by[p.setup], order = a, append(order, p.setup)
+		}
 		d := decisionShare(p.bySym)
-		line := fmt.Sprintf("  %s: %.1f%%", p.setup, d)
-		if p.kind == kindKernelPath || p.kind == kindFloor {
-			line += fmt.Sprintf(": %.3f of %s if the rest of a packet's work cost the same (estimate; goal %.2f)",
-				estimatedRatio(d, base), fwd.setup, kernelPathOfForwarding)
+		a.share = append(a.share, d)
+		if b, ok := base[p.round]; ok && (p.kind == kindKernelPath || p.kind == kindFloor) {
+			a.estimate = append(a.estimate, estimatedRatio(d, b))
+		}
+	}
+	fmt.Fprintf(w, "\nthe decision's share of the packet path's samples (netfilter, nf_tables, jhash, policy rules; %s), median [min-max] of the profiles:\n",
+		strings.Join(decisionPrefixes, " "))
+	for _, name := range order {
+		a := by[name]
+		line := fmt.Sprintf("  %s: %s%% (%d profiles)", name, summarize(a.share).format(1, 1), len(a.share))
+		if len(a.estimate) > 0 {
+			line += fmt.Sprintf(": %s of %s if the rest of a packet's work cost the same (estimate; goal %.2f)",
+				summarize(a.estimate).format(1, 3), fwd, kernelPathOfForwarding)
 		}
 		fmt.Fprintln(w, line)
 		var parts []string
-		for _, s := range decisionSymbols(p.bySym) {
+		for _, s := range decisionSymbols(a.first.bySym) {
 			if s.percent >= decisionDetail {
 				parts = append(parts, fmt.Sprintf("%s %.2f", s.what, s.percent))
 			}
 		}
-		fmt.Fprintf(w, "    %s\n", strings.Join(parts, ", "))
+		fmt.Fprintf(w, "    first profile: %s\n", strings.Join(parts, ", "))
 	}
 }
 

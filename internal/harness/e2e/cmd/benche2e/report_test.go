@@ -147,7 +147,7 @@ func TestDecisionShare(t *testing.T) {
 
 // TestReportFloor: the floor is held to the kernel path's goal, and the
 // profiles' decision shares give the kernel path's and the floor's
-// estimated ratios against forwarding's profile.
+// estimated ratios against forwarding's profile of the same round.
 func TestReportFloor(t *testing.T) {
 	ss := []setup{{name: "kernel"}, {name: "kp", dataplane: dataplaneKernel, queues: 1}, {name: "floor", floor: true}}
 	r := &report{setups: ss, samples: map[string][]sample{
@@ -155,10 +155,13 @@ func TestReportFloor(t *testing.T) {
 		"kp":     {{blast: blastAt(1000, 900), cpu: lab.ProcStats{RSS: 1}}},
 		"floor":  {{blast: blastAt(1000, 970)}},
 	}, profiles: []*profileResult{
-		{setup: "kernel", kind: kindForwarding, bySym: []share{{5, "[k] nft_do_chain"}, {50, "[k] veth_xmit"}}},
-		{setup: "kp", kind: kindKernelPath, bySym: []share{{15, "[k] nft_do_chain"}}},
-		{setup: "floor", kind: kindFloor, bySym: []share{{10, "[k] nft_do_chain"}}},
-		{setup: "nfq", kind: kindNFQueue, bySym: []share{{20, "[k] nf_queue"}}},
+		{setup: "kernel", kind: kindForwarding, round: 1, bySym: []share{{5, "[k] nft_do_chain"}, {50, "[k] veth_xmit"}}},
+		{setup: "kp", kind: kindKernelPath, round: 1, bySym: []share{{15, "[k] nft_do_chain"}}},
+		{setup: "floor", kind: kindFloor, round: 1, bySym: []share{{10, "[k] nft_do_chain"}}},
+		{setup: "nfq", kind: kindNFQueue, round: 1, bySym: []share{{20, "[k] nf_queue"}}},
+		{setup: "kernel", kind: kindForwarding, round: 2, bySym: []share{{10, "[k] nft_do_chain"}}},
+		{setup: "kp", kind: kindKernelPath, round: 2, bySym: []share{{19, "[k] nft_do_chain"}, {1, "[k] jhash"}}},
+		{setup: "floor", kind: kindFloor, round: 2, note: "perf failed"},
 	}}
 	var out bytes.Buffer
 	r.write(&out)
@@ -167,14 +170,19 @@ func TestReportFloor(t *testing.T) {
 		"floor: 0.97 of kernel (median): meets (the least any nftables Maglev ruleset does) the kernel path's goal 0.95",
 		"kp: 0.90 of kernel (median): DOES NOT MEET the kernel path's goal 0.95",
 		"floor 1.0 0.97 3.00 0.00 - -",
-		"kernel: 5.0%", "nfq: 20.0%",
-		"kp: 15.0%: 0.895 of kernel if the rest", "floor: 10.0%: 0.947 of kernel if the rest", "nft_do_chain 15.00",
+		"kernel: 7.5 [5.0-10.0]% (2 profiles)", "nfq: 20.0% (1 profiles) first profile: nf_queue 20.00",
+		// kp: 85/95 in round 1, 80/90 in round 2.
+		"kp: 17.5 [15.0-20.0]% (2 profiles): 0.892 [0.889-0.895] of kernel if the rest",
+		"floor: 10.0% (1 profiles): 0.947 of kernel if the rest", "first profile: nft_do_chain 15.00",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
 	}
-	if strings.Contains(text, "nfq: 20.0%:") {
+	if strings.Contains(text, "nfq: 20.0% (1 profiles):") {
 		t.Errorf("the nfqueue dataplane's decision (in userspace) got an estimate:\n%s", out.String())
+	}
+	if n := strings.Count(out.String(), "profile of kp"); n != 1 {
+		t.Errorf("%d symbol lists of kp, want the first round's only:\n%s", n, out.String())
 	}
 }

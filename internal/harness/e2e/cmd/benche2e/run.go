@@ -72,14 +72,21 @@ func unpinned(ss []setup, dataplane string) (setup, bool) {
 	return setup{}, false
 }
 
-// unpinnedFloor returns the unpinned nftables floor: it is profiled too.
-func unpinnedFloor(ss []setup) (setup, bool) {
-	for _, s := range ss {
-		if s.floor && !s.pinned {
-			return s, true
+// profiled are the setups profiled: the unpinned ones of each dataplane
+// and the unpinned floor.
+func profiled(ss []setup) []setup {
+	var out []setup
+	for _, dp := range []string{"", dataplaneNFQueue, dataplaneKernel} {
+		if s, ok := unpinned(ss, dp); ok {
+			out = append(out, s)
 		}
 	}
-	return setup{}, false
+	for _, s := range ss {
+		if s.floor && !s.pinned {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func run(ctx context.Context, o options, out io.Writer) error {
@@ -112,12 +119,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			}
 			rep.lossFree = append(rep.lossFree, res)
 		}
-		if o.profile {
-			rep.profiles = append(rep.profiles, b.profile(ctx, s))
-		}
 	}
-	if s, ok := unpinnedFloor(rep.setups); ok && o.profile {
-		rep.profiles = append(rep.profiles, b.profile(ctx, s))
+	if o.profile {
+		rep.profiles = b.profiles(ctx, profiled(rep.setups), o.profileRounds)
 	}
 	rep.elapsed = time.Since(start)
 	rep.write(out)
