@@ -79,20 +79,42 @@ func run(ctx context.Context) error {
 		return err
 	}
 
-	examples := filepath.Join(root, "deploy", "examples")
-	step("starting sllbrd in lb1 on %s", examples)
-	inst, err := e2e.Start(l, lab.LBName(1), bin, examples, "--queues", "2")
+	inst, err := startSllbrd(ctx, l, bin, filepath.Join(root, "deploy", "examples"))
 	if err != nil {
 		return err
+	}
+	if err := showRouting(ctx, l, bird); err != nil {
+		return err
+	}
+	if err := sendFlows(ctx, l); err != nil {
+		return err
+	}
+	return showMetrics(inst)
+}
+
+// startSllbrd starts sllbrd in lb1 on the manifests in dir and waits until
+// it has programmed them.
+func startSllbrd(ctx context.Context, l *lab.Lab, bin, dir string) (*e2e.Instance, error) {
+	step("starting sllbrd in lb1 on %s", dir)
+	inst, err := e2e.Start(l, lab.LBName(1), bin, dir, "--queues", "2")
+	if err != nil {
+		return nil, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := inst.WaitProgrammed(wctx, 1); err != nil {
-		return err
+		return nil, err
 	}
 	fmt.Println("    sllbrd is ready: configuration programmed")
+	return inst, nil
+}
 
+// showRouting waits until the gateway has learnt the VIPs over BGP and
+// prints its routes and BIRD's sessions.
+func showRouting(ctx context.Context, l *lab.Lab, bird *lab.BIRD) error {
 	step("waiting for the gateway to learn the VIPs over BGP")
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	for _, vip := range []string{"20.0.0.1", "2001:db8::1"} {
 		if err := waitRoute(wctx, l, vip); err != nil {
 			return err
@@ -102,18 +124,24 @@ func run(ctx context.Context) error {
 	show(ctx, l, lab.GatewayNode, "", "ip", "-6", "route", "show", "2001:db8::1")
 	birdc(ctx, bird, "BIRD: BGP sessions", "show", "protocols")
 	birdc(ctx, bird, "BIRD: BFD sessions", "show", "bfd", "sessions")
+	return nil
+}
 
+// sendFlows sends 300 TCP flows to each VIP of the examples, twice, and
+// prints where they went and how many went to the same target again.
+func sendFlows(ctx context.Context, l *lab.Lab) error {
 	step("sending TCP traffic from the client: 300 flows to each VIP, port 4000")
 	for _, vip := range lab.DefaultVIPs {
 		if vip.String() != "20.0.0.1" && vip.String() != "2001:db8::1" {
 			continue
 		}
-		got, err := l.Flows(ctx, lab.FlowOptions{VIP: vip, Port: 4000, Proto: "tcp", Count: 300, SrcPortBase: 40000})
+		o := lab.FlowOptions{VIP: vip, Port: 4000, Proto: "tcp", Count: 300, SrcPortBase: 40000}
+		got, err := l.Flows(ctx, o)
 		if err != nil {
 			return err
 		}
 		fmt.Printf("    %-12s %s\n", vip, perTarget(lab.Distribution(got)))
-		again, err := l.Flows(ctx, lab.FlowOptions{VIP: vip, Port: 4000, Proto: "tcp", Count: 300, SrcPortBase: 40000})
+		again, err := l.Flows(ctx, o)
 		if err != nil {
 			return err
 		}
@@ -126,7 +154,11 @@ func run(ctx context.Context) error {
 		fmt.Printf("    %-12s the same 300 flows again: %d reached the same target\n", "", same)
 	}
 	fmt.Println("    (fd00:111::13, t3's IPv6 endpoint, is not ready in the examples: IPv6 flows use t1 and t2)")
+	return nil
+}
 
+// showMetrics prints the non-zero samples of a few of sllbrd's metrics.
+func showMetrics(inst *e2e.Instance) error {
 	step("a few of sllbrd's metrics (http://127.0.0.1:9100/metrics in lb1)")
 	_, body, err := inst.Get("/metrics")
 	if err != nil {
