@@ -18,9 +18,10 @@
 // metrics. It then finds the highest offered rate each unpinned setup
 // (kernel forwarding, nfqueue, kernel path) carries with less than 0.1%
 // loss and, when perf(1) works, profiles every CPU during a blast through
-// each and the floor, keeping the packet path's tasks, and reports the
-// share of their samples in the decision (netfilter, nf_tables, jhash,
-// policy rules) with the ratio to forwarding it implies. It prints one
+// each and the floor, three times in turn (-profile-rounds), keeping the
+// packet path's tasks, and reports the share of their samples in the
+// decision (netfilter, nf_tables, jhash, policy rules) with the ratio to
+// forwarding it implies. It prints one
 // table with medians and spreads, the ratios sllbrd/kernel forwarding
 // and kernel path/nfqueue, compared with their goals (NFQLB's share for
 // nfqueue, 0.95 of kernel forwarding and 2x nfqueue for the kernel path;
