@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net/netip"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sllbrd/sllbrd/internal/harness/lab"
+	"github.com/sllbrd/sllbrd/internal/harness/require"
 	"github.com/sllbrd/sllbrd/maglev"
 )
 
@@ -89,5 +94,49 @@ func TestSetupsReferToForwarding(t *testing.T) {
 				t.Errorf("%s refers to %s (index %d of %d)", s.name, ref.name, s.reference, i)
 			}
 		}
+	}
+}
+
+// TestIntegrationFloorDecidesAndLeavesNothing: in a lab, the floor the
+// bench programs carries a blast to every target (withFloor checks the
+// spread), nothing else routes the VIP in lb1 (a warm-up without it
+// delivers nothing), and it removes its table, rules and routes.
+func TestIntegrationFloorDecidesAndLeavesNothing(t *testing.T) {
+	require.Lab(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	l, err := lab.New(ctx, lab.Options{Targets: 3, NoResponders: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	b := &bench{lab: l, vip: lab.DefaultVIPs[0], manifests: t.TempDir(), out: io.Discard}
+	var blast lab.BlastResult
+	err = b.withFloor(ctx, func() (err error) {
+		blast, err = l.Blast(ctx, lab.BlastOptions{VIP: b.vip, Count: 3000, Rate: 30000, Duration: time.Second})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if blast.Received != blast.Sent || blast.Sent == 0 {
+		t.Errorf("through the floor: sent %d, received %d", blast.Sent, blast.Received)
+	}
+	lb := lab.LBName(1)
+	for _, c := range [][]string{{"nft", "list", "tables"}, {"ip", "rule"}, {"ip", "route", "show", "table", "all"}} {
+		out, err := l.Exec(ctx, lb, c...)
+		if err != nil {
+			t.Fatalf("%v: %v", c, err)
+		}
+		if strings.Contains(out, floorTable) || strings.Contains(out, "fwmark") || strings.Contains(out, fmt.Sprint(floorRouteBase)) {
+			t.Errorf("%v still shows the floor:\n%s", c, out)
+		}
+	}
+	if err := b.warmUp(ctx); err == nil {
+		t.Error("a warm-up arrived without the floor: lb1 routes the VIP by other means, so the floor's checks prove nothing")
 	}
 }
