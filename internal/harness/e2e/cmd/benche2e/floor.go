@@ -24,11 +24,24 @@ import (
 // forwarding any ruleset of this mechanism can reach. The bench programs
 // it by hand in lb1 (nft -f, ip -batch); sllbrd does not run.
 const (
-	floorTable     = "sllbrd-floor"
+	floorTableName = "sllbrd-floor"
 	floorMark      = 0x10000 // the first target's mark; the others follow
 	floorRouteBase = 65536   // the first target's routing table
 	floorRulePref  = 10000
 )
+
+// floorTable is the floor's Maglev table: n targets, all of them active.
+func floorTable(n int) (*maglev.Table, error) {
+	active := make([]bool, n)
+	for i := range active {
+		active[i] = true
+	}
+	t, err := maglev.Build(n, active)
+	if err != nil {
+		return nil, fmt.Errorf("floor: %w", err)
+	}
+	return t, nil
+}
 
 // floorRuleset is the floor's nft script for traffic to vip's port spread
 // over targets (their addresses, in mark order) by the Maglev table t.
@@ -41,7 +54,7 @@ func floorRuleset(vip netip.Addr, port uint16, t *maglev.Table, targets int) (st
 		daddr, addresses = "ip6 daddr", "@nh,64,256"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "table inet %s {\n", floorTable)
+	fmt.Fprintf(&b, "table inet %s {\n", floorTableName)
 	fmt.Fprintf(&b, "\tmap maglev {\n\t\ttypeof numgen inc mod 2 : meta mark\n\t\tsize %d\n\t\telements = { ", t.Size())
 	for i, slot := range t.AppendEntrySlots(nil) {
 		if i > 0 {
@@ -87,13 +100,9 @@ func ipFamily(addr netip.Addr) string {
 // floor is removed afterwards.
 func (b *bench) withFloor(ctx context.Context, fn func() error) (err error) {
 	n := b.lab.Options().Targets
-	active := make([]bool, n)
-	for i := range active {
-		active[i] = true
-	}
-	t, err := maglev.Build(n, active)
+	t, err := floorTable(n)
 	if err != nil {
-		return fmt.Errorf("floor: %w", err)
+		return err
 	}
 	script, err := floorRuleset(b.vip, b.lab.Options().BlastPort, t, n)
 	if err != nil {
@@ -111,7 +120,7 @@ func (b *bench) withFloor(ctx context.Context, fn func() error) (err error) {
 	defer func() {
 		out, rerr := b.lab.ExecInput(ctx, lb, floorRoutes("del", b.vip, n), "ip", ipFamily(b.vip), "-batch", "-")
 		if rerr == nil {
-			out, rerr = b.lab.Exec(ctx, lb, "nft", "delete", "table", "inet", floorTable)
+			out, rerr = b.lab.Exec(ctx, lb, "nft", "delete", "table", "inet", floorTableName)
 		}
 		if err == nil && rerr != nil {
 			err = fmt.Errorf("floor: remove from %s: %w: %s", lb, rerr, out)

@@ -18,11 +18,7 @@ import (
 
 func maglevTable(t *testing.T, n int) *maglev.Table {
 	t.Helper()
-	active := make([]bool, n)
-	for i := range active {
-		active[i] = true
-	}
-	tab, err := maglev.Build(n, active)
+	tab, err := floorTable(n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +128,7 @@ func TestIntegrationFloorDecidesAndLeavesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", c, err)
 		}
-		if strings.Contains(out, floorTable) || strings.Contains(out, "fwmark") || strings.Contains(out, fmt.Sprint(floorRouteBase)) {
+		if strings.Contains(out, floorTableName) || strings.Contains(out, "fwmark") || strings.Contains(out, fmt.Sprint(floorRouteBase)) {
 			t.Errorf("%v still shows the floor:\n%s", c, out)
 		}
 	}

@@ -61,7 +61,7 @@ func (s setup) kind() setupKind {
 }
 
 // kernel reports whether s is plain kernel forwarding.
-func (s setup) kernel() bool { return s.dataplane == "" && !s.floor }
+func (s setup) kernel() bool { return s.kind() == kindForwarding }
 
 // sample is what one measurement blast recorded.
 type sample struct {
@@ -88,11 +88,8 @@ func (b *bench) measure(ctx context.Context, s setup) (sample, error) {
 	if err := b.placeClient(s); err != nil {
 		return sample{}, err
 	}
-	if s.kernel() || s.floor {
-		return b.measureKernel(ctx, s)
-	}
 	var smp sample
-	err := b.withSllbrd(ctx, s, func(inst *e2e.Instance) (err error) {
+	err := b.with(ctx, s, func(inst *e2e.Instance) (err error) {
 		smp, err = b.measureInstance(ctx, inst, b.blastOptions(s, 0))
 		return err
 	})
@@ -127,17 +124,6 @@ func (b *bench) placeClient(s setup) error {
 		return pinProcess(os.Getpid(), clientCPU)
 	}
 	return pinProcess(os.Getpid())
-}
-
-// measureKernel blasts through plain kernel forwarding (ECMP in lb1) or
-// the nftables floor.
-func (b *bench) measureKernel(ctx context.Context, s setup) (sample, error) {
-	var smp sample
-	err := b.with(ctx, s, func(*e2e.Instance) (err error) {
-		smp, err = b.measureInstance(ctx, nil, b.blastOptions(s, 0))
-		return err
-	})
-	return smp, err
 }
 
 // measureInstance blasts at rate (0: unbounded) through lb1 and records the

@@ -62,15 +62,19 @@ func (b *bench) profiles(ctx context.Context, ss []setup, rounds int) []*profile
 // profile records every CPU with perf during one blast through s. A
 // failure is not fatal: the result says what went wrong.
 func (b *bench) profile(ctx context.Context, s setup) *profileResult {
+	res := &profileResult{setup: s.name, kind: s.kind()}
+	fail := func(note string) *profileResult {
+		res.note = note
+		return res
+	}
 	perf, err := exec.LookPath("perf")
 	if err != nil {
-		return &profileResult{setup: s.name, note: "perf not installed (apt-get install linux-perf)"}
+		return fail("perf not installed (apt-get install linux-perf)")
 	}
 	data := filepath.Join(b.manifests, "perf.data")
 	defer os.Remove(data)
-	res := &profileResult{setup: s.name, kind: s.kind()}
 	if err := b.placeClient(s); err != nil {
-		return &profileResult{setup: s.name, note: err.Error()}
+		return fail(err.Error())
 	}
 	err = b.with(ctx, s, func(inst *e2e.Instance) error {
 		secs := strconv.FormatFloat(b.o.duration.Seconds()-0.5, 'f', 1, 64)
@@ -90,18 +94,18 @@ func (b *bench) profile(ctx context.Context, s setup) *profileResult {
 		return err
 	})
 	if err != nil {
-		return &profileResult{setup: s.name, note: err.Error()}
+		return fail(err.Error())
 	}
 	byComm, err := perfReport(ctx, perf, data, "comm", 0.5, "-n")
 	if err != nil {
-		return &profileResult{setup: s.name, note: err.Error()}
+		return fail(err.Error())
 	}
 	res.pathSample = pathSamples(byComm)
 	if res.datagrams > 0 {
 		res.perPacket = time.Duration(float64(res.pathSample) / perfFrequency * 1e9 / float64(res.datagrams))
 	}
 	if res.bySym, err = perfReport(ctx, perf, data, "sym", symbolLimit, "--comms", strings.Join(pathComms, ","), "--percentage", "relative"); err != nil {
-		return &profileResult{setup: s.name, note: err.Error()}
+		return fail(err.Error())
 	}
 	return res
 }
