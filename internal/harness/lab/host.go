@@ -59,3 +59,38 @@ func DisconnectHost(ctx context.Context, hostIf string) error {
 	}
 	return nil
 }
+
+// Trunk links the switch's bridge (GatewayLink or TargetLink) to hostBridge,
+// a bridge in the calling process's network namespace (the host's), with a
+// veth pair whose host end is hostPort (at most 15 bytes, unique on the
+// host): what is on either bridge is on one Ethernet segment. Close removes
+// the pair with the switch's namespace. On error nothing is left behind.
+func (l *Lab) Trunk(ctx context.Context, bridge, hostBridge, hostPort string) (err error) {
+	if bridge != GatewayLink && bridge != TargetLink {
+		return fmt.Errorf("trunk: bridge %q, want %s or %s", bridge, GatewayLink, TargetLink)
+	}
+	if len(hostPort) > 15 {
+		return fmt.Errorf("trunk %s: interface name %q is longer than 15 bytes", bridge, hostPort)
+	}
+	swPort := "trunk-" + bridge
+	if len(swPort) > 15 {
+		swPort = swPort[:15]
+	}
+	if _, err := run(ctx, "ip", "link", "add", hostPort, "type", "veth", "peer", "name", swPort, "netns", l.NS(SwitchNode)); err != nil {
+		return fmt.Errorf("trunk %s to %s: %w", bridge, hostBridge, err)
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, DisconnectHost(context.WithoutCancel(ctx), hostPort))
+		}
+	}()
+	for _, s := range [][]string{
+		{"ip", "link", "set", hostPort, "master", hostBridge, "up"},
+		{"ip", "-n", l.NS(SwitchNode), "link", "set", swPort, "master", bridge, "up"},
+	} {
+		if _, err := run(ctx, s[0], s[1:]...); err != nil {
+			return fmt.Errorf("trunk %s to %s: %w", bridge, hostBridge, err)
+		}
+	}
+	return nil
+}

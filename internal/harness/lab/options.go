@@ -42,6 +42,11 @@ type Options struct {
 	// Detach leaves the lab's processes running when the creating process
 	// dies (labctl up -detach); by default they get SIGKILL then.
 	Detach bool
+	// GatewayOnly builds the switch, the gateway and the client only: no
+	// LB, no target, no responder. The LBs and targets are elsewhere, on
+	// bridges Trunk links to the switch's (pods on a Kubernetes node).
+	// LBs and Targets must be 0.
+	GatewayOnly bool
 	// RunID overrides the random run id (letters and digits, at most 8).
 	RunID  string
 	Logger Logger
@@ -63,17 +68,23 @@ const (
 )
 
 func (o Options) withDefaults() (Options, error) {
-	if o.LBs == 0 {
-		o.LBs = 1
-	}
-	if o.Targets == 0 {
-		o.Targets = 3
-	}
-	if o.LBs < 1 || o.LBs > maxLBs {
-		return o, fmt.Errorf("lab: LBs = %d, want 1..%d", o.LBs, maxLBs)
-	}
-	if o.Targets < 1 || o.Targets > maxTargets {
-		return o, fmt.Errorf("lab: Targets = %d, want 1..%d", o.Targets, maxTargets)
+	switch {
+	case o.GatewayOnly && (o.LBs != 0 || o.Targets != 0):
+		return o, fmt.Errorf("lab: GatewayOnly with %d LBs and %d targets, want none", o.LBs, o.Targets)
+	case o.GatewayOnly:
+	default:
+		if o.LBs == 0 {
+			o.LBs = 1
+		}
+		if o.Targets == 0 {
+			o.Targets = 3
+		}
+		if o.LBs < 1 || o.LBs > maxLBs {
+			return o, fmt.Errorf("lab: LBs = %d, want 1..%d", o.LBs, maxLBs)
+		}
+		if o.Targets < 1 || o.Targets > maxTargets {
+			return o, fmt.Errorf("lab: Targets = %d, want 1..%d", o.Targets, maxTargets)
+		}
 	}
 	if len(o.VIPs) == 0 {
 		o.VIPs = DefaultVIPs
