@@ -53,6 +53,11 @@ command -v bird >/dev/null      || need+=(bird2)
 command -v tcpdump >/dev/null   || need+=(tcpdump)
 command -v skopeo >/dev/null    || need+=(skopeo)
 command -v gcc >/dev/null       || need+=(gcc libc6-dev) # go test -race needs cgo
+# The Kubernetes node of `make node-up` and its tests: the container runtime
+# and the CNI plugins (bridge, host-local, static, ... in /usr/lib/cni).
+command -v containerd >/dev/null || need+=(containerd)
+command -v runc >/dev/null      || need+=(runc)
+[ -x /usr/lib/cni/bridge ]      || need+=(containernetworking-plugins)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
 	log "missing ${need[*]} (need root and apt); integration tests will skip, or fail with SLLBRD_REQUIRE_INTEGRATION set"
@@ -64,4 +69,9 @@ apt-get update -qq </dev/null
 apt-get install -y -qq --no-install-recommends "${need[@]}" </dev/null >/dev/null
 if [[ " ${need[*]} " == *" bird2 "* ]]; then
 	stop_packaged_bird
+fi
+# Debian's containerd package enables a system containerd; the node of
+# `make node-up` runs its own, with its own socket and state.
+if [[ " ${need[*]} " == *" containerd "* ]] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null; then
+	systemctl disable --now containerd.service >/dev/null 2>&1 || log "could not stop containerd.service"
 fi

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Build kube-apiserver and etcd from the Go module proxy (there is no Debian
-# package for kube-apiserver) and print the directory holding them, ready for
-# KUBEBUILDER_ASSETS:
+# Build the Kubernetes binaries from the Go module proxy (there are no Debian
+# packages for them) and print the directory holding them, ready for
+# KUBEBUILDER_ASSETS: etcd and kube-apiserver (the control plane of the
+# integration tests), and kubelet, kube-controller-manager, kube-scheduler,
+# kube-proxy and kubectl (the node of `make node-up`):
 #
 #   export KUBEBUILDER_ASSETS=$(hack/kube-assets.sh)
 #
 # The scratch modules live in a cache directory OUTSIDE the repository
 # (${XDG_CACHE_HOME:-$HOME/.cache}/sllbrd/kube-assets/<versions>), so the
 # repository's go.mod is never touched. The first build takes several minutes
-# and about 2 GB of RAM; later runs find the binaries and return at once.
+# (kube-apiserver about 7, the node's binaries after it a few more) and about
+# 2 GB of RAM; later runs find the binaries and return at once.
 #
 # Versions: KUBE_VERSION (k8s.io/kubernetes, default v1.33.13) and
 # ETCD_VERSION (go.etcd.io/etcd/server/v3, default v3.5.35). Build output goes
@@ -27,7 +30,13 @@ log() { echo "kube-assets: $*" >&2; }
 # Run go outside any workspace or vendoring the caller may have set up.
 gorun() { (cd "$1" && shift && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 "$GO" "$@") >&2; }
 
-build_apiserver() {
+# The binaries of k8s.io/kubernetes built by build_kube, kube-apiserver first.
+kube_binaries=(kube-apiserver kubelet kube-controller-manager kube-scheduler kube-proxy kubectl)
+
+# build_kube builds the missing binaries of k8s.io/kubernetes in one scratch
+# module; one go build for all of them shares the compilation of their common
+# packages.
+build_kube() {
 	local mod=$dir/kube-apiserver-src
 	mkdir -p "$mod"
 	# k8s.io/kubernetes replaces every staging module with ./staging/...; a
@@ -56,9 +65,10 @@ build_apiserver() {
 	local ldflags="-s -w -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major"
 	ldflags+=" -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
 	ldflags+=" -X $pkg.buildDate=1970-01-01T00:00:00Z"
-	log "building kube-apiserver $KUBE_VERSION (cold: ~7 min, ~2 GB RAM)"
-	gorun "$mod" build -trimpath -ldflags "$ldflags" -o "$bin/kube-apiserver" \
-		k8s.io/kubernetes/cmd/kube-apiserver
+	local pkgs=()
+	for b in "$@"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
+	log "building $* $KUBE_VERSION (cold: ~7 min for kube-apiserver, a few more for the others; ~2 GB RAM)"
+	gorun "$mod" build -trimpath -ldflags "$ldflags" -o "$bin/" "${pkgs[@]}"
 }
 
 build_etcd() {
@@ -72,5 +82,7 @@ build_etcd() {
 
 mkdir -p "$bin"
 [ -x "$bin/etcd" ] || build_etcd
-[ -x "$bin/kube-apiserver" ] || build_apiserver
+missing=()
+for b in "${kube_binaries[@]}"; do [ -x "$bin/$b" ] || missing+=("$b"); done
+[ ${#missing[@]} -eq 0 ] || build_kube "${missing[@]}"
 echo "$bin"
