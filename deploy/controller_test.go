@@ -55,9 +55,10 @@ func TestControllerRBAC(t *testing.T) {
 	watch := []string{"list", "watch"}
 	write := []string{"list", "watch", "create", "update", "delete"}
 	checkGrants(t, "Role sllbrd-controller", grants(role.Rules), map[string][]string{
-		"/pods": {"list", "watch", "patch"}, "/services": watch, "/configmaps": watch,
+		"/pods": {"get", "list", "watch", "patch"}, "/services": watch, "/configmaps": watch,
 		"discovery.k8s.io/endpointslices":                          write,
 		"apps/deployments":                                         write,
+		"apps/replicasets":                                         watch,
 		"gateway.networking.k8s.io/gateways":                       watch,
 		"gateway.networking.k8s.io/gateways/status":                {"update"},
 		"meridio.experiment.gateway.api.poc/l34routes":             watch,
@@ -114,6 +115,18 @@ func TestControllerDeploymentContract(t *testing.T) {
 	}
 	if d.Spec.Replicas == nil || *d.Spec.Replicas < 2 {
 		t.Errorf("replicas %v: want a standby for the leader election", d.Spec.Replicas)
+	}
+	// The controller gives its own image to the SLLBR pods: it reads its
+	// pod, named by the downward API, and its container named controller
+	// (the default of --container).
+	fields := map[string]string{}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			fields[e.Name] = e.ValueFrom.FieldRef.FieldPath
+		}
+	}
+	if fields["POD_NAME"] != "metadata.name" || fields["POD_NAMESPACE"] != "metadata.namespace" || c.Name != "controller" || c.Image == "" {
+		t.Errorf("container %q image %q, downward API %v: want POD_NAME and POD_NAMESPACE, container controller, an image", c.Name, c.Image, fields)
 	}
 }
 

@@ -169,6 +169,9 @@ func TestDeploymentContract(t *testing.T) {
 		t.Fatalf("%d containers, want 1", len(pod.Containers))
 	}
 	c := pod.Containers[0]
+	if c.Name != "sllbrd" || c.Image != "" {
+		t.Errorf("container %q names the image %q: the controller gives the container named sllbrd its own", c.Name, c.Image)
+	}
 	for _, arg := range []string{"--gateway=sllb-a", "--metrics-address=:9100", "--drain=10s"} {
 		if !slices.Contains(c.Args, arg) {
 			t.Errorf("args %v lack %s", c.Args, arg)

@@ -1,20 +1,26 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 
 	"github.com/sllbrd/sllbrd/deploy"
 	"github.com/sllbrd/sllbrd/internal/metrics"
 	"github.com/sllbrd/sllbrd/kube/controller"
+	"github.com/sllbrd/sllbrd/kube/controller/sllbr"
 )
 
 var _ controller.Metrics = (*metrics.Controller)(nil)
@@ -23,6 +29,7 @@ var _ controller.Metrics = (*metrics.Controller)(nil)
 type controllerConfig struct {
 	namespace, kubeconfig, metricsAddress string
 	templateConfigMap                     string
+	pod, container, sllbrImage            string
 	workers                               int
 	election                              controller.LeaderElection
 	logLevel                              slog.Level
@@ -36,6 +43,11 @@ func parseControllerFlags(args []string) (*controllerConfig, error) {
 	fs.StringVar(&c.metricsAddress, "metrics-address", "127.0.0.1:9100", "address of the HTTP endpoint serving /metrics, /healthz and /readyz")
 	fs.StringVar(&c.templateConfigMap, "template-configmap", controller.DefaultTemplateConfigMap,
 		"ConfigMap holding the SLLBR Deployment template (key deployment.yaml); the built-in deploy/sllbrd template while it does not exist")
+	fs.StringVar(&c.pod, "pod", os.Getenv("POD_NAME"),
+		"the controller's own pod (default $POD_NAME, from the downward API): SLLBR pods whose template names no image get the image of its --container")
+	fs.StringVar(&c.container, "container", DefaultControllerContainer, "the controller's container in --pod")
+	fs.StringVar(&c.sllbrImage, "sllbr-image", "",
+		"the image of SLLBR pods whose template names none, instead of --pod's (for a controller that runs outside a pod)")
 	fs.IntVar(&c.workers, "workers", controller.DefaultWorkers, "objects reconciled in parallel")
 	fs.BoolVar(&c.election.Enabled, "leader-elect", true, "elect one writing replica with a coordination.k8s.io Lease")
 	fs.StringVar(&c.election.LeaseName, "leader-election-lease", controller.DefaultLeaseName, "name of the Lease")
@@ -52,6 +64,17 @@ func parseControllerFlags(args []string) (*controllerConfig, error) {
 	var errs []error
 	if c.metricsAddress == "" {
 		errs = append(errs, errors.New("--metrics-address is required (use 127.0.0.1:PORT to keep it local)"))
+	}
+	if c.pod != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(c.pod) {
+			errs = append(errs, fmt.Errorf("--pod %q: %s", c.pod, msg))
+		}
+	}
+	for _, msg := range validation.IsDNS1123Label(c.container) {
+		errs = append(errs, fmt.Errorf("--container %q: %s", c.container, msg))
+	}
+	if c.sllbrImage != strings.TrimSpace(c.sllbrImage) || strings.ContainsFunc(c.sllbrImage, unicode.IsSpace) {
+		errs = append(errs, fmt.Errorf("--sllbr-image %q contains white space", c.sllbrImage))
 	}
 	if c.workers < 1 || c.workers > 64 {
 		errs = append(errs, fmt.Errorf("--workers %d: want 1..64", c.workers))
@@ -82,13 +105,37 @@ func runController(ctx context.Context, cfg *controllerConfig, log *slog.Logger)
 	m := metrics.NewController()
 	ctl, err := controller.New(rc, ns, controller.WithLogger(log), controller.WithMetrics(m),
 		controller.WithLeaderElection(cfg.election), controller.WithWorkers(cfg.workers),
-		controller.WithTemplate(cfg.templateConfigMap, deploy.SLLBRDeploymentTemplate))
+		controller.WithTemplate(cfg.templateConfigMap, deploy.SLLBRDeploymentTemplate), sllbrImageOption(cfg, ns))
 	if err != nil {
 		return err
 	}
 	log.Info("sllbrd controller starting", "version", version, "namespace", ns, "identity", ctl.Identity(),
 		"leader_elect", cfg.election.Enabled)
-	return runWithAdmin(ctx, log, cfg.metricsAddress, ctl.Ready, ctl.Run, m)
+	err = runWithAdmin(ctx, log, cfg.metricsAddress, ctl.Ready, ctl.Run, m)
+	if errors.Is(err, sllbr.ErrNoImage) {
+		return fmt.Errorf("%w: run the controller in its pod with POD_NAME from the downward API (it gives its own image), "+
+			"give --sllbr-image, or name an image in the template", err)
+	}
+	return err
+}
+
+// DefaultControllerContainer is the controller's container in its pod
+// (deploy/controller/deployment.yaml).
+const DefaultControllerContainer = "controller"
+
+// sllbrImageOption says where the image of SLLBR pods whose template names
+// none comes from: --sllbr-image, else the controller's own container in
+// --pod (its namespace: $POD_NAMESPACE, else the controller's), else
+// nowhere (the controller then fails at start if the template needs one).
+func sllbrImageOption(cfg *controllerConfig, ns string) controller.Option {
+	switch {
+	case cfg.sllbrImage != "":
+		return controller.WithImage(cfg.sllbrImage)
+	case cfg.pod != "":
+		podNS := cmp.Or(os.Getenv("POD_NAMESPACE"), ns)
+		return controller.WithImageFromPod(podNS, cfg.pod, cfg.container)
+	}
+	return controller.WithImage("")
 }
 
 // runWithAdmin runs run and the admin endpoint (/metrics with the

@@ -1,14 +1,22 @@
 package main
 
 import (
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/sllbrd/sllbrd/internal/harness/kubetest"
 	"github.com/sllbrd/sllbrd/kube/controller"
 )
 
 func TestControllerFlagsDefaults(t *testing.T) {
+	t.Setenv("POD_NAME", "sllbrd-controller-7d9f-x2")
 	c, err := parseControllerFlags(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -21,6 +29,32 @@ func TestControllerFlagsDefaults(t *testing.T) {
 	}
 	if c.election.LeaseName != controller.DefaultLeaseName {
 		t.Errorf("lease %s", c.election.LeaseName)
+	}
+	if c.pod != "sllbrd-controller-7d9f-x2" || c.container != "controller" || c.sllbrImage != "" {
+		t.Errorf("pod %q container %q sllbr-image %q: want $POD_NAME, controller, none", c.pod, c.container, c.sllbrImage)
+	}
+}
+
+// TestControllerFlagsMatchTheDeployment: the controller's container in
+// deploy/controller/deployment.yaml is the default --container, and its
+// pod name reaches --pod through $POD_NAME.
+func TestControllerFlagsMatchTheDeployment(t *testing.T) {
+	objs, err := kubetest.ReadObjects(filepath.Join(deployDir, "controller", "deployment.yaml"))
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("deployment.yaml: %d objects, %v", len(objs), err)
+	}
+	var d appsv1.Deployment
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, &d); err != nil {
+		t.Fatal(err)
+	}
+	c := d.Spec.Template.Spec.Containers[0]
+	if c.Name != DefaultControllerContainer {
+		t.Errorf("container %q, want --container's default %q", c.Name, DefaultControllerContainer)
+	}
+	if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "POD_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name"
+	}) {
+		t.Errorf("env %+v: no POD_NAME from metadata.name", c.Env)
 	}
 }
 
@@ -35,6 +69,9 @@ func TestControllerFlagsRejectBadValues(t *testing.T) {
 		{[]string{"--log-level=loud"}, "--log-level"},
 		{[]string{"extra"}, "unexpected arguments"},
 		{[]string{"--gateway=x"}, "flag provided but not defined: -gateway"},
+		{[]string{"--pod=Not_A_Pod"}, `--pod "Not_A_Pod"`},
+		{[]string{"--container="}, `--container ""`},
+		{[]string{"--sllbr-image=example.org/sllbrd:v1 --evil"}, "--sllbr-image \"example.org/sllbrd:v1 --evil\" contains white space"},
 	} {
 		_, err := parseControllerFlags(tc.args)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

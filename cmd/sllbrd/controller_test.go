@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -54,10 +55,21 @@ func buildSllbrd(t testing.TB) string {
 	return sllbrdBinary
 }
 
+// hostSLLBRImage is the image `sllbrd controller` on the host gives the
+// SLLBR Deployments (it runs in no pod to take its own from).
+const hostSLLBRImage = "registry.example.org/sllbrd:v0.0.0-host"
+
 // startControllerProc runs `sllbrd controller` with the kubeconfig, in
-// namespace ns, with short leader-election timings; it is killed (by PID)
-// when the test ends if still running.
+// namespace ns, with short leader-election timings and --sllbr-image; it
+// is killed (by PID) when the test ends if still running.
 func startControllerProc(t *testing.T, kubeconfig, ns string, extra ...string) *controllerProc {
+	t.Helper()
+	return startControllerProcEnv(t, nil, kubeconfig, ns, append([]string{"--sllbr-image", hostSLLBRImage}, extra...)...)
+}
+
+// startControllerProcEnv is startControllerProc with env (NAME=value)
+// added to the environment, without --sllbr-image.
+func startControllerProcEnv(t *testing.T, env []string, kubeconfig, ns string, extra ...string) *controllerProc {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -73,6 +85,7 @@ func startControllerProc(t *testing.T, kubeconfig, ns string, extra ...string) *
 	args := append([]string{"controller", "--kubeconfig", kubeconfig, "--namespace", ns, "--metrics-address", addr,
 		"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=6s", "--leader-election-retry-period=250ms"}, extra...)
 	p.cmd = exec.Command(buildSllbrd(t), args...)
+	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = log, log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -166,15 +179,8 @@ func (p *controllerProc) sigterm(t *testing.T) {
 // metric, the Lease), the second stands by; SIGTERM to the leader releases
 // the Lease before the process exits and the standby takes over.
 func TestIntegrationControllerBinary(t *testing.T) {
-	require.Integration(t)
 	const ns = "sllbrd-ctl-bin"
-	sa := kubetest.ServiceAccount(ns, "sllbrd-controller")
-	cp := kubetest.Start(t, sa)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	kube := kubernetes.NewForConfigOrDie(cp.AdminConfig())
-	installController(ctx, t, cp, kube, ns)
-	kubeconfig := cp.Kubeconfig(sa.Name)
+	ctx, kube, _, kubeconfig := startControllerAPI(t, ns)
 
 	first := startControllerProc(t, kubeconfig, ns)
 	waitUntil(t, "first ready and leading", func() bool {
@@ -205,6 +211,79 @@ func TestIntegrationControllerBinary(t *testing.T) {
 	if h := leaseHolder(ctx, t, kube, ns); h != "" {
 		t.Errorf("after the last SIGTERM the Lease is held by %q", h)
 	}
+}
+
+// TestIntegrationControllerBinaryImage: `sllbrd controller` on the shipped
+// template (which names no image) gives the SLLBR Deployment the image of
+// its own pod ($POD_NAME, read as deploy/controller's ServiceAccount), or
+// --sllbr-image; without either it exits at start with an error that says
+// what to do.
+func TestIntegrationControllerBinaryImage(t *testing.T) {
+	const ns = "sllbrd-ctl-image"
+	ctx, kube, client, kubeconfig := startControllerAPI(t, ns)
+	var examples []string
+	for _, f := range []string{"gatewayclass", "gateway", "sllbrconfig"} {
+		examples = append(examples, filepath.Join(deployDir, "examples", f+".yaml"))
+	}
+	if err := client.CreateFiles(ctx, ns, examples...); err != nil {
+		t.Fatal(err)
+	}
+	noPod := []string{"POD_NAME=", "POD_NAMESPACE="}
+
+	t.Run("neither pod nor image", func(t *testing.T) {
+		cmd := exec.CommandContext(ctx, buildSllbrd(t), "controller", "--kubeconfig", kubeconfig, "--namespace", ns, "--metrics-address", "127.0.0.1:0")
+		cmd.Env = append(os.Environ(), noPod...)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+			t.Fatalf("exit %v, want status 1; output:\n%s", err, tail(out, 2000))
+		}
+		for _, part := range []string{"names no image", "POD_NAME", "--sllbr-image", "name an image in the template"} {
+			if !strings.Contains(string(out), part) {
+				t.Errorf("the error does not say %q:\n%s", part, tail(out, 2000))
+			}
+		}
+	})
+
+	image := func(want string) func() bool {
+		return func() bool {
+			d, err := kube.AppsV1().Deployments(ns).Get(ctx, "sllbrd-sllb-a", metav1.GetOptions{})
+			return err == nil && d.Spec.Template.Spec.Containers[0].Image == want
+		}
+	}
+	t.Run("its own pod", func(t *testing.T) {
+		const own = "registry.example.org/sllbrd:v3.0.0"
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "sllbrd-controller-7d9f-x2"}, Spec: corev1.PodSpec{
+			ServiceAccountName: "sllbrd-controller", Containers: []corev1.Container{{Name: DefaultControllerContainer, Image: own}}}}
+		if _, err := kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p := startControllerProcEnv(t, append(noPod, "POD_NAME="+pod.Name, "POD_NAMESPACE="+ns), kubeconfig, ns)
+		waitUntil(t, "the SLLBR Deployment with the controller's own image", image(own))
+		p.sigterm(t)
+	})
+
+	t.Run("--sllbr-image", func(t *testing.T) {
+		p := startControllerProcEnv(t, noPod, kubeconfig, ns, "--sllbr-image", hostSLLBRImage)
+		waitUntil(t, "the SLLBR Deployment with --sllbr-image", image(hostSLLBRImage))
+		p.sigterm(t)
+	})
+}
+
+// startControllerAPI starts a kube-apiserver with deploy/controller
+// installed in ns (installController) and returns a context that ends with
+// the test, the admin's clients and the kubeconfig of the controller's
+// ServiceAccount.
+func startControllerAPI(t *testing.T, ns string) (context.Context, kubernetes.Interface, *kubetest.Client, string) {
+	t.Helper()
+	require.Integration(t)
+	sa := kubetest.ServiceAccount(ns, "sllbrd-controller")
+	cp := kubetest.Start(t, sa)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	kube := kubernetes.NewForConfigOrDie(cp.AdminConfig())
+	client := installController(ctx, t, cp, kube, ns)
+	return ctx, kube, client, cp.Kubeconfig(sa.Name)
 }
 
 func leaseHolder(ctx context.Context, t *testing.T, kube kubernetes.Interface, ns string) string {

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
@@ -86,6 +88,8 @@ type Controller struct {
 	templateConfigMap string
 	defaultTemplate   []byte
 	workers           int
+	image             string  // of SLLBR pods whose template names none; "" for none
+	imagePod          *podRef // where image comes from when Run starts
 
 	kube     kubernetes.Interface
 	gateways gatewayclient.Interface
@@ -161,13 +165,15 @@ func (c *Controller) checkOptions() error {
 		return fmt.Errorf("controller: %d workers, want at least 1", c.workers)
 	case c.templateConfigMap == "":
 		return errors.New("controller: the template ConfigMap name is empty")
+	case strings.ContainsFunc(c.image, unicode.IsSpace):
+		return fmt.Errorf("controller: image %q contains white space", c.image)
 	case le.Enabled && le.LeaseName == "":
 		return errors.New("controller: the Lease name is empty")
 	case le.Enabled && !(le.LeaseDuration > le.RenewDeadline && le.RenewDeadline > le.RetryPeriod && le.RetryPeriod > 0):
 		return fmt.Errorf("controller: want lease duration (%v) > renew deadline (%v) > retry period (%v) > 0",
 			le.LeaseDuration, le.RenewDeadline, le.RetryPeriod)
 	}
-	return nil
+	return c.imagePod.check()
 }
 
 // Ready reports whether the caches have synced (a replica that is not the
@@ -197,6 +203,9 @@ func (c *Controller) Run(ctx context.Context) error {
 
 func (c *Controller) run(ctx context.Context) error {
 	defer c.queue.ShutDown()
+	if err := c.readImage(ctx); err != nil {
+		return err
+	}
 	rec, stopEvents, err := apiserver.StartEventRecorder(context.WithoutCancel(ctx), c.kube, ReportingController)
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
@@ -210,6 +219,9 @@ func (c *Controller) run(ctx context.Context) error {
 	c.inf.start(infCtx, &wg)
 	if !cache.WaitForCacheSync(ctx.Done(), c.inf.hasSynced...) {
 		return nil
+	}
+	if err := c.checkImage(); err != nil {
+		return err
 	}
 	c.synced.Store(true)
 	c.log.Info("controller synced", "namespace", c.namespace, "identity", c.election.Identity)

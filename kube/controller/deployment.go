@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,38 +18,48 @@ import (
 )
 
 // template returns the SLLBR Deployment template: the template ConfigMap's,
-// or the built-in one while the ConfigMap does not exist.
+// or the built-in one while the ConfigMap does not exist; its sllbrd
+// container has the controller's image when it names none.
 func (c *Controller) template() (*appsv1.Deployment, error) {
-	cm, err := c.inf.configMaps.Get(c.templateConfigMap)
-	switch {
-	case apierrors.IsNotFound(err):
-		if len(c.defaultTemplate) == 0 {
-			return nil, fmt.Errorf("ConfigMap %s does not exist and there is no built-in template", c.templateConfigMap)
-		}
-		t, err := sllbr.ParseTemplate(c.defaultTemplate)
-		if err != nil {
-			return nil, fmt.Errorf("the built-in template: %w", err)
-		}
-		return t, nil
-	case err != nil:
+	data, source, err := c.templateData()
+	if err != nil {
 		return nil, err
 	}
-	data, ok := cm.Data[sllbr.TemplateKey]
-	if !ok {
-		return nil, fmt.Errorf("ConfigMap %s has no key %s", c.templateConfigMap, sllbr.TemplateKey)
+	t, err := sllbr.ParseTemplate(data)
+	if err == nil {
+		err = sllbr.SetDefaultImage(t, c.image)
 	}
-	t, err := sllbr.ParseTemplate([]byte(data))
 	if err != nil {
-		return nil, fmt.Errorf("ConfigMap %s key %s: %w", c.templateConfigMap, sllbr.TemplateKey, err)
+		return nil, fmt.Errorf("%s: %w", source, err)
 	}
 	return t, nil
 }
 
-// deployments returns the SLLBR Deployments of a Gateway (by their labels;
-// normally one).
+// templateData returns the template's text and where it comes from.
+func (c *Controller) templateData() ([]byte, string, error) {
+	cm, err := c.inf.configMaps.Get(c.templateConfigMap)
+	switch {
+	case apierrors.IsNotFound(err):
+		if len(c.defaultTemplate) == 0 {
+			return nil, "", fmt.Errorf("ConfigMap %s does not exist and there is no built-in template", c.templateConfigMap)
+		}
+		return c.defaultTemplate, "the built-in template", nil
+	case err != nil:
+		return nil, "", err
+	}
+	data, ok := cm.Data[sllbr.TemplateKey]
+	if !ok {
+		return nil, "", fmt.Errorf("ConfigMap %s has no key %s", c.templateConfigMap, sllbr.TemplateKey)
+	}
+	return []byte(data), fmt.Sprintf("ConfigMap %s key %s", c.templateConfigMap, sllbr.TemplateKey), nil
+}
+
+// deployments returns the SLLBR Deployments of a Gateway (normally one):
+// those it controls by owner reference (UID), among those labelled as its.
+// A Deployment with its labels and another owner is not the Gateway's.
 func (c *Controller) deployments(gw *gatewayv1.Gateway) []*appsv1.Deployment {
 	ds, _ := c.inf.deployments.List(labels.SelectorFromSet(sllbr.Selector(gw.Name)))
-	return ds
+	return slices.DeleteFunc(ds, func(d *appsv1.Deployment) bool { return !metav1.IsControlledBy(d, gw) })
 }
 
 // deploymentReplicas returns the replicas of the Gateway's Deployment.

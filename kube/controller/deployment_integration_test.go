@@ -145,9 +145,14 @@ func TestIntegrationDeployment(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		edited := regexp.MustCompile(`image: ghcr.io/sllbrd/sllbrd:\S+`).ReplaceAllString(string(tmpl), "image: registry.example.org/sllbrd:v2")
+		// The shipped template names no image (the SLLBR pods run the
+		// controller's); one named in the template is kept.
+		if d, _ := e.deployment(); d.Spec.Template.Spec.Containers[0].Image != controllerImage {
+			t.Errorf("image %q, want the controller's %q", d.Spec.Template.Spec.Containers[0].Image, controllerImage)
+		}
+		edited := regexp.MustCompile(`(?m)^(\s*)- name: sllbrd\n`).ReplaceAllString(string(tmpl), "$1- name: sllbrd\n$1  image: registry.example.org/sllbrd:v2\n")
 		if edited == string(tmpl) {
-			t.Fatal("the shipped template names no ghcr.io/sllbrd/sllbrd image to edit")
+			t.Fatal("the shipped template has no container sllbrd to give an image")
 		}
 		e.setConfigMap(controller.DefaultTemplateConfigMap, sllbr.TemplateKey, edited)
 		e.waitDeployment("the edited template's image", func(d *appsv1.Deployment) bool {

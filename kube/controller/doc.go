@@ -8,7 +8,12 @@
 //   - writes the status of GatewayClasses, Gateways, L34Routes and
 //     GatewayRouters (kube/controller/status);
 //   - creates and updates each Gateway's SLLBR Deployment from an editable
-//     template and the Gateway's parameters (kube/controller/sllbr);
+//     template and the Gateway's parameters (kube/controller/sllbr), with
+//     the controller's own image when the template names none (image.go:
+//     read from its own pod when Run starts, WithImageFromPod);
+//   - reports on the Gateway why its SLLBR pods do not start or become
+//     ready (sllbrpods.go: the pods and ReplicaSets of its Deployment by
+//     owner chain, never by labels; status.PodProblems);
 //   - writes the desired network configuration of every endpoint pod of
 //     the Gateways' Services into its kube.AnnotationTargetNetwork
 //     annotation (targets.go, schema in kube/target): per Gateway its
@@ -48,8 +53,16 @@
 //   - A Gateway with invalid annotations or parameters keeps its last good
 //     Deployment and its Services keep their last good slices; the problem
 //     is in the Gateway's Accepted condition.
+//   - A Gateway's Deployments are those it controls (owner reference UID);
+//     its SLLBR pods those whose controller ReplicaSet its Deployment
+//     controls (sllbr.PodOf). Labels only narrow the watches.
+//   - No Deployment is written without an image: Run fails at start when
+//     its own pod cannot be read, or when the template needs an image and
+//     the controller has none; a template edited later to need one is an
+//     invalid template.
 //   - Warning Events: on a pod that is selected but has no usable address
 //     (once per distinct reason), on a pod and its Service when the pod is
-//     past max-endpoints, on the Gateway for invalid parameters or template,
-//     and on any object whose reconcile failed (ReconcileFailed).
+//     past max-endpoints, on the Gateway for invalid parameters or template
+//     and once per distinct problem of its SLLBR pods (SLLBR<kind>, related
+//     to the pod), and on any object whose reconcile failed (ReconcileFailed).
 package controller

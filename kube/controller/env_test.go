@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
@@ -102,13 +103,40 @@ func testElection(identity string) controller.LeaderElection {
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 250 * time.Millisecond}
 }
 
+// controllerImage is the image of the controllers' pods, which the SLLBR
+// pods get (the shipped template names none).
+const controllerImage = "registry.example.org/sllbrd:v1.0.0"
+
+// controllerContainer is the controller's container in its pod.
+const controllerContainer = "controller"
+
+// createControllerPod creates the Pod object of a controller replica, as
+// the kubelet would run deploy/controller's Deployment, with its container
+// running image; no error if it exists.
+func (e *env) createControllerPod(name, image string) {
+	e.t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/name": "sllbrd-controller"}},
+		Spec: corev1.PodSpec{NodeName: "node-1", ServiceAccountName: "sllbrd-controller",
+			Containers: []corev1.Container{{Name: controllerContainer, Image: image, Args: []string{"controller"}}}},
+	}
+	if _, err := e.kube.CoreV1().Pods(e.ns).Create(e.ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		e.t.Fatalf("create the controller's Pod %s: %v", name, err)
+	}
+}
+
 // startController runs a controller as the ServiceAccount of
-// deploy/controller until stopped or the test ends.
+// deploy/controller until stopped or the test ends. It runs in its own Pod
+// object, sllbrd-controller-<identity>, whose image it gives the SLLBR
+// pods, unless opts say otherwise.
 func (e *env) startController(identity string, opts ...controller.Option) *running {
 	e.t.Helper()
 	m := metrics.NewController()
+	self := "sllbrd-controller-" + identity
+	e.createControllerPod(self, controllerImage)
 	opts = append([]controller.Option{controller.WithMetrics(m), controller.WithLeaderElection(testElection(identity)),
-		controller.WithTemplate(controller.DefaultTemplateConfigMap, deploy.SLLBRDeploymentTemplate)}, opts...)
+		controller.WithTemplate(controller.DefaultTemplateConfigMap, deploy.SLLBRDeploymentTemplate),
+		controller.WithImageFromPod(e.ns, self, controllerContainer)}, opts...)
 	ctl, err := controller.New(e.ctlSA, e.ns, opts...)
 	if err != nil {
 		e.t.Fatal(err)

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"reflect"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,6 +61,51 @@ func (r *reporter) warn(obj runtime.Object, reason, message string) {
 	}
 	r.seen[uid][reason] = message
 	r.rec.Eventf(obj, nil, corev1.EventTypeWarning, reason, eventAction, "%s", clipNote(message))
+}
+
+// problem is one of the problems warnEach reports.
+type problem struct {
+	key, reason, note string
+	related           runtime.Object // nil for none
+}
+
+// warnEach records a Warning Event on obj for each problem whose key was
+// not reported in family since it last went away, and forgets the keys of
+// family that are not among problems, so that a problem that comes back
+// is reported again. The key, not the note, identifies a problem: a note
+// may change while the problem lasts. (The Event broadcaster folds Events
+// with the same reason and related object into one series that keeps the
+// first note: distinct problems need distinct reasons or related objects.)
+func (r *reporter) warnEach(obj runtime.Object, family string, problems []problem) {
+	uid, ok := uidOf(obj)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	prefix := family + "\x00" // apart from warn's reasons, which have no NUL
+	current := map[string]bool{}
+	for _, p := range problems {
+		current[prefix+p.key] = true
+	}
+	for k := range r.seen[uid] {
+		if strings.HasPrefix(k, prefix) && !current[k] {
+			delete(r.seen[uid], k)
+		}
+	}
+	if r.rec == nil {
+		return
+	}
+	for _, p := range problems {
+		if _, done := r.seen[uid][prefix+p.key]; done {
+			continue
+		}
+		if r.seen[uid] == nil {
+			r.seen[uid] = map[string]string{}
+		}
+		r.seen[uid][prefix+p.key] = p.note
+		r.rec.Eventf(obj, p.related, corev1.EventTypeWarning, p.reason, eventAction, "%s", clipNote(p.note))
+	}
 }
 
 // resolved notes that obj no longer has the problem reason.

@@ -49,6 +49,7 @@ func (c *Controller) reconcileGateway(ctx context.Context, name string) error {
 		}
 	}
 	in.Deployment = c.deploymentReplicas(gw)
+	in.Pods = c.podProblems(gw)
 	return c.writeGatewayStatus(ctx, gw, in)
 }
 

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -128,7 +129,7 @@ func (c *Controller) onService(old, obj any) []Key {
 }
 
 func (c *Controller) onPod(old, obj any) []Key {
-	return append(c.onPodEndpoints(old, obj), c.onPodNetwork(old, obj)...)
+	return slices.Concat(c.onPodEndpoints(old, obj), c.onPodNetwork(old, obj), c.onPodHealth(old, obj))
 }
 
 // onPodEndpoints: the Services whose endpoints the pod is or was.

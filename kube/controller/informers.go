@@ -35,6 +35,7 @@ type informers struct {
 	pods        corelisters.PodNamespaceLister
 	slices      discoverylisters.EndpointSliceNamespaceLister
 	deployments appslisters.DeploymentNamespaceLister
+	replicaSets appslisters.ReplicaSetNamespaceLister
 	configMaps  corelisters.ConfigMapNamespaceLister
 	routes      cache.Indexer // *v1alpha1.L34Route
 	routers     cache.Indexer // *v1alpha1.GatewayRouter
@@ -55,8 +56,9 @@ func (c *Controller) newInformers() (*informers, error) {
 	pods := coreinformers.NewPodInformer(c.kube, ns, 0, none)
 	slices := discoveryinformers.NewFilteredEndpointSliceInformer(c.kube, ns, 0, none,
 		labelled(labels.Set{kube.LabelEndpointSliceManagedBy: kube.EndpointSliceManager}))
-	deployments := appsinformers.NewFilteredDeploymentInformer(c.kube, ns, 0, none,
-		labelled(labels.Set{"app.kubernetes.io/managed-by": sllbr.ManagedBy}))
+	ours := labelled(labels.Set{"app.kubernetes.io/managed-by": sllbr.ManagedBy}) // narrows; owners decide
+	deployments := appsinformers.NewFilteredDeploymentInformer(c.kube, ns, 0, none, ours)
+	replicaSets := appsinformers.NewFilteredReplicaSetInformer(c.kube, ns, 0, none, ours)
 	configMaps := coreinformers.NewConfigMapInformer(c.kube, ns, 0, none)
 	routes := cache.NewSharedIndexInformer(cache.NewFilteredListWatchFromClient(
 		c.crds, v1alpha1.ResourceL34Routes, ns, all), &v1alpha1.L34Route{}, 0, none)
@@ -69,6 +71,7 @@ func (c *Controller) newInformers() (*informers, error) {
 		pods:        corelisters.NewPodLister(pods.GetIndexer()).Pods(ns),
 		slices:      discoverylisters.NewEndpointSliceLister(slices.GetIndexer()).EndpointSlices(ns),
 		deployments: appslisters.NewDeploymentLister(deployments.GetIndexer()).Deployments(ns),
+		replicaSets: appslisters.NewReplicaSetLister(replicaSets.GetIndexer()).ReplicaSets(ns),
 		configMaps:  corelisters.NewConfigMapLister(configMaps.GetIndexer()).ConfigMaps(ns),
 		routes:      routes.GetIndexer(),
 		routers:     routers.GetIndexer(),
@@ -78,7 +81,7 @@ func (c *Controller) newInformers() (*informers, error) {
 		h   func(old, obj any) []Key
 	}{
 		{classes, c.onGatewayClass}, {gateways, c.onGateway}, {services, c.onService},
-		{pods, c.onPod}, {slices, c.onEndpointSlice}, {deployments, c.onDeployment},
+		{pods, c.onPod}, {slices, c.onEndpointSlice}, {deployments, c.onDeployment}, {replicaSets, c.onReplicaSet},
 		{configMaps, c.onConfigMap}, {routes, c.onL34Route}, {routers, c.onGatewayRouter},
 	}
 	for _, h := range handlers {

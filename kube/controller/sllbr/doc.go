@@ -31,6 +31,13 @@
 //     by which the controller decides whether the Deployment must be
 //     updated.
 //
-// Everything else (image, probes, security context, sysctls, volumes,
-// strategy) is the template's, untouched.
+// The image of the sllbrd container is the template's when it names one;
+// when it names none, SetDefaultImage gives it the controller's own image
+// (deploy/sllbrd/deployment.yaml names none, so the SLLBR pods run the
+// release the controller runs). Everything else (probes, security context,
+// sysctls, volumes, strategy) is the template's, untouched.
+//
+// Which pods are a Gateway's SLLBR pods is decided by the owner chain, never
+// by labels: PodOf follows pod -> ReplicaSet -> Deployment by controller
+// references and UIDs.
 package sllbr

@@ -114,7 +114,7 @@ func TestRenderFromTheShippedTemplate(t *testing.T) {
 	if c.Resources.String() != want.String() {
 		t.Errorf("resources %v, want %v", c.Resources, want)
 	}
-	if *d.Spec.Replicas != 2 || d.Spec.Template.Spec.ServiceAccountName != "sllbrd" || c.Image != tmpl.Spec.Template.Spec.Containers[0].Image {
+	if *d.Spec.Replicas != 2 || d.Spec.Template.Spec.ServiceAccountName != "sllbrd" || c.Image != container(tmpl).Image {
 		t.Errorf("replicas %d, service account %q, image %q", *d.Spec.Replicas, d.Spec.Template.Spec.ServiceAccountName, c.Image)
 	}
 	if d.Annotations[AnnotationHash] == "" {

@@ -68,11 +68,14 @@ func Join(ps []translate.Problem) string {
 	return strings.Join(parts, "; ")
 }
 
-func clip(s string) string {
-	if len(s) <= maxMessage {
+func clip(s string) string { return clipTo(s, maxMessage) }
+
+// clipTo cuts s to at most max bytes, marking the cut with " ...".
+func clipTo(s string, max int) string {
+	if len(s) <= max {
 		return s
 	}
-	cut := maxMessage - len(" ...")
+	cut := max - len(" ...")
 	for cut > 0 && s[cut]&0xc0 == 0x80 { // do not split a UTF-8 sequence
 		cut--
 	}

@@ -1,6 +1,7 @@
 // Package status computes the status the controller writes on GatewayClasses,
 // Gateways, L34Routes and GatewayRouters, from plain findings (problems
-// found by kube/translate, the SLLBR Deployment's replicas). It performs no
+// found by kube/translate, the SLLBR Deployment's replicas, its pods and
+// ReplicaSets, whose owner chain the caller checked). It performs no
 // API calls; Merge* functions fold the result into an object's current
 // status the way the Gateway API asks: conditions of other types and status
 // entries of other controllers are kept, a condition keeps its
@@ -16,7 +17,12 @@
 //   - Gateway Programmed: True/Programmed when at least one SLLBR replica is
 //     ready; False/NoReadyReplicas, False/InvalidTemplate,
 //     False/DeploymentConflict (the name is taken by a Deployment the
-//     controller does not own) or False/Pending (not created yet).
+//     controller does not own) or False/Pending (not created yet). The
+//     message adds the first PodProblems: why SLLBR pods do not start or
+//     become ready (their ReplicaSet cannot create them, their node refused
+//     them, no node takes them, a container cannot pull, be created or keeps
+//     failing), each one bounded line, with what to change on the kubelet
+//     for SysctlForbidden.
 //   - Gateway status.addresses: the VIPs of the L34Routes the Gateway
 //     accepted, sorted (IPv4 first), type IPAddress, at most 16 (the
 //     Gateway API's limit; the Programmed message says when VIPs are left

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -37,6 +38,8 @@ type Gateway struct {
 	// VIPs are the destinations of the accepted L34Routes, in any order,
 	// possibly repeated.
 	VIPs []netip.Addr
+	// Pods are why SLLBR pods do not start or become ready (PodProblems).
+	Pods []PodProblem
 }
 
 // GatewayStatus returns the Gateway's addresses and its Accepted and
@@ -62,9 +65,9 @@ func GatewayStatus(g Gateway) ([]gatewayv1.GatewayStatusAddress, []metav1.Condit
 }
 
 func programmed(g Gateway, omitted string) metav1.Condition {
-	var note string
+	note := podsNote(g.Pods)
 	if p := g.DeploymentProblem; p != nil {
-		note = "; the SLLBR Deployment is not up to date: " + p.Message
+		note += "; the SLLBR Deployment is not up to date: " + p.Message
 	}
 	switch d := g.Deployment; {
 	case d == nil && g.DeploymentProblem != nil:
@@ -77,4 +80,17 @@ func programmed(g Gateway, omitted string) metav1.Condition {
 	}
 	return condition(TypeProgrammed, true, string(gatewayv1.GatewayReasonProgrammed),
 		fmt.Sprintf("%d of %d SLLBR replicas ready%s%s", g.Deployment.Ready, g.Deployment.Desired, note, omitted), g.Generation)
+}
+
+// podsNote lists the first pod problems for the Programmed message.
+func podsNote(ps []PodProblem) string {
+	var b strings.Builder
+	for i, p := range ps {
+		if i == shownPodProblems {
+			fmt.Fprintf(&b, "; and %d more pod problems (Events on the Gateway)", len(ps)-i)
+			break
+		}
+		b.WriteString("; " + p.Message)
+	}
+	return b.String()
 }
