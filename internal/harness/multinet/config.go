@@ -33,9 +33,12 @@ type Config struct {
 	DefaultNetwork json.RawMessage `json:"defaultNetwork"`
 }
 
-// configKeys are the keys of Config; "args" may be added by runtimes and is
-// ignored, as the CNI spec asks of plugins.
-var configKeys = []string{"cniVersion", "name", "type", "kubeconfig", "cacheDir", "logFile", "defaultNetwork", "args"}
+// configKeys are the keys of Config, and those runtimes add, which are
+// ignored: "args", "runtimeConfig", and "prevResult", the cached result of
+// ADD that libcni (containerd's CNI library) passes on CHECK and DEL, as the
+// CNI specification asks of runtimes since 0.4.0. multinet keeps what it
+// needs for DEL and CHECK in its own cache.
+var configKeys = []string{"cniVersion", "name", "type", "kubeconfig", "cacheDir", "logFile", "defaultNetwork", "args", "runtimeConfig", "prevResult"}
 
 // ParseConfig parses and validates multinet's configuration strictly:
 // unknown keys are errors.

@@ -39,9 +39,14 @@ func TestConfigRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	withArgs := strings.Replace(string(data), `"name"`, `"args": {"labels": {"a": "b"}}, "name"`, 1)
-	if _, err := ParseConfig([]byte(withArgs)); err != nil {
-		t.Errorf("config with args: %v", err)
+	// What runtimes add is ignored: args, runtimeConfig, and the prevResult
+	// libcni passes on CHECK and DEL.
+	for _, added := range []string{`"args": {"labels": {"a": "b"}}`, `"runtimeConfig": {"portMappings": []}`,
+		`"prevResult": {"cniVersion": "1.0.0", "interfaces": [{"name": "eth0"}], "ips": [{"address": "10.244.0.10/24", "interface": 0}]}`} {
+		with := strings.Replace(string(data), `"name"`, added+`, "name"`, 1)
+		if _, err := ParseConfig([]byte(with)); err != nil {
+			t.Errorf("config with %s: %v", added, err)
+		}
 	}
 }
 

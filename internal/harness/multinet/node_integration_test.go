@@ -45,6 +45,9 @@ type testNode struct {
 	objects *kubetest.Client
 	api     API // multinet's own identity
 	seq     atomic.Int32
+	// added holds each container's ADD result, passed as prevResult on
+	// CHECK and DEL as libcni does.
+	added map[string][]byte
 }
 
 // newTestNode builds the node: namespaces, link, control plane, CRD, RBAC,
@@ -60,7 +63,7 @@ func newTestNode(t *testing.T) *testNode {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
-	n := &testNode{t: t, ctx: ctx, dir: t.TempDir()}
+	n := &testNode{t: t, ctx: ctx, dir: t.TempDir(), added: map[string][]byte{}}
 	n.ns, _ = netns.New(t, "mnnode")
 	hostAddr := n.link()
 	for _, br := range []string{"mnb0", "mnb1", "mnb2"} {
@@ -230,7 +233,19 @@ func (n *testNode) cni(command string, sb sandbox) cniResult {
 	cmd := exec.CommandContext(n.ctx, "ip", "netns", "exec", n.ns, n.bin)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "CNI_COMMAND=" + command, "CNI_CONTAINERID=" + sb.container,
 		"CNI_NETNS=" + sb.netns, "CNI_IFNAME=eth0", "CNI_ARGS=" + sb.args, "CNI_PATH=" + cniBinDir}
-	cmd.Stdin = strings.NewReader(string(n.conf))
+	conf := n.conf
+	if prev, ok := n.added[sb.container]; ok && command != "ADD" {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(conf, &obj); err != nil {
+			n.t.Fatal(err)
+		}
+		obj["prevResult"] = prev
+		var err error
+		if conf, err = json.Marshal(obj); err != nil {
+			n.t.Fatal(err)
+		}
+	}
+	cmd.Stdin = strings.NewReader(string(conf))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -242,6 +257,12 @@ func (n *testNode) cni(command string, sb sandbox) cniResult {
 	}
 	if stderr.Len() > 0 {
 		n.t.Logf("multinet %s stderr: %s", command, stderr.String())
+	}
+	switch {
+	case command == "ADD" && code == 0:
+		n.added[sb.container] = out
+	case command == "DEL" && code == 0:
+		delete(n.added, sb.container)
 	}
 	return cniResult{code: code, out: out}
 }

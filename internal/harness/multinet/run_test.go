@@ -389,7 +389,7 @@ func TestMainRejectsBadInput(t *testing.T) {
 		{"pod namespace", []string{"CNI_ARGS=K8S_POD_NAMESPACE=Apps;K8S_POD_NAME=p1"}, string(good), CodeInvalidEnvironment, "K8S_POD_NAMESPACE"},
 		{"conf", nil, `{"cniVersion":"1.0.0"`, CodeInvalidConfig, "not a JSON object"},
 		{"conf version", nil, strings.Replace(string(good), `"cniVersion": "1.0.0"`, `"cniVersion": "0.4.0"`, 1), CodeIncompatibleVersion, "want 1.0.0"},
-		{"conf key", nil, strings.Replace(string(good), `"name"`, `"prevResult": {}, "name"`, 1), CodeInvalidConfig, "unknown keys prevResult"},
+		{"conf key", nil, strings.Replace(string(good), `"name"`, `"confDir": "/etc/cni/multus", "name"`, 1), CodeInvalidConfig, "unknown keys confDir"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := append(append([]string(nil), base...), tc.env...) // later entries win
