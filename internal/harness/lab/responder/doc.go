@@ -9,4 +9,10 @@
 // client may close with RST and no TIME_WAIT remains for repeated flows with
 // fixed source ports. Every socket is bound to a VIP (never a wildcard), so
 // replies leave with the VIP as source address.
+//
+// The VIPs need not be local when the responder starts: its sockets bind
+// with IP_FREEBIND / IPV6_FREEBIND (no capability, no sysctl), so in a pod
+// it starts before `sllbrd target` puts the VIPs on lo and answers once
+// they are there. A mistyped address is therefore not refused by the bind:
+// it is never answered on.
 package responder

@@ -66,15 +66,7 @@ func TestServeLoopback(t *testing.T) {
 	if err != nil {
 		require.Missing(t, "cannot bind loopback (no IPv6?): %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
+	serve(t, s)
 	for _, a := range addrs {
 		for _, proto := range []string{"udp", "tcp"} {
 			port := udpPort
@@ -106,11 +98,35 @@ func TestServeLoopback(t *testing.T) {
 	}
 }
 
-func TestListenFailsOnForeignAddress(t *testing.T) {
-	_, err := Listen(Config{Name: "x", Addrs: []netip.Addr{netip.MustParseAddr("192.0.2.77")}, UDPPorts: []uint16{5000}})
-	if err == nil {
-		t.Fatal("Listen on a non-local address succeeded")
+// TestListenRefusesWhatIsNotAVIP: a wildcard, an IPv4-mapped, a multicast
+// or a zero address, or none at all, is refused before anything is bound.
+func TestListenRefusesWhatIsNotAVIP(t *testing.T) {
+	for _, addrs := range [][]netip.Addr{
+		nil,
+		{netip.MustParseAddr("0.0.0.0")},
+		{netip.MustParseAddr("::")},
+		{netip.MustParseAddr("::ffff:127.0.0.1")},
+		{netip.MustParseAddr("ff02::1")},
+		{netip.MustParseAddr("127.0.0.1"), {}},
+	} {
+		if s, err := Listen(Config{Name: "x", Addrs: addrs, UDPPorts: []uint16{freePort(t, "udp")}}); err == nil {
+			s.Close()
+			t.Errorf("Listen on %v succeeded", addrs)
+		}
 	}
+}
+
+// serve runs s until the test ends, and fails the test if Serve fails.
+func serve(t *testing.T, s *Server) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
 }
 
 func freePort(t *testing.T, proto string) uint16 {
@@ -139,15 +155,7 @@ func TestEchoLoopback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	}()
+	serve(t, s)
 	c, err := net.DialTimeout("tcp", netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port).String(), time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 // Config says what a responder serves.
 type Config struct {
 	Name     string       // target name put in every reply
-	Addrs    []netip.Addr // addresses (VIPs) to bind; each must be local
+	Addrs    []netip.Addr // addresses (VIPs) to bind; they need not be local yet
 	UDPPorts []uint16
 	TCPPorts []uint16
 	// EchoPorts are TCP ports of long-lived connections: the reply line,
@@ -37,10 +37,19 @@ type Server struct {
 	closeOnce sync.Once
 }
 
-// Listen binds every (address, port) pair of cfg. On error nothing stays bound.
+// Listen binds every (address, port) pair of cfg, also to addresses that
+// are not (yet) on an interface (freebind.go). On error nothing stays bound.
 func Listen(cfg Config) (*Server, error) {
 	if cfg.Name == "" {
 		return nil, errors.New("responder: empty name")
+	}
+	if len(cfg.Addrs) == 0 {
+		return nil, errors.New("responder: no address")
+	}
+	for _, a := range cfg.Addrs {
+		if err := checkAddr(a); err != nil {
+			return nil, fmt.Errorf("responder: %w", err)
+		}
 	}
 	if cfg.CloseWait <= 0 {
 		cfg.CloseWait = 2 * time.Second
@@ -51,7 +60,7 @@ func Listen(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg}
 	for _, a := range cfg.Addrs {
 		for _, p := range cfg.UDPPorts {
-			c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(a, p)))
+			c, err := listenUDP(a, p)
 			if err != nil {
 				s.Close()
 				return nil, fmt.Errorf("responder: udp %s: %w", netip.AddrPortFrom(a, p), err)
@@ -59,7 +68,7 @@ func Listen(cfg Config) (*Server, error) {
 			s.udp = append(s.udp, c)
 		}
 		for _, p := range cfg.TCPPorts {
-			l, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(netip.AddrPortFrom(a, p)))
+			l, err := listenTCP(a, p)
 			if err != nil {
 				s.Close()
 				return nil, fmt.Errorf("responder: tcp %s: %w", netip.AddrPortFrom(a, p), err)
@@ -67,7 +76,7 @@ func Listen(cfg Config) (*Server, error) {
 			s.tcp = append(s.tcp, l)
 		}
 		for _, p := range cfg.EchoPorts {
-			l, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(netip.AddrPortFrom(a, p)))
+			l, err := listenTCP(a, p)
 			if err != nil {
 				s.Close()
 				return nil, fmt.Errorf("responder: tcp echo %s: %w", netip.AddrPortFrom(a, p), err)

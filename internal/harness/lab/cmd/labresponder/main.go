@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -13,38 +15,70 @@ import (
 	"github.com/sllbrd/sllbrd/internal/harness/lab/responder"
 )
 
+// podNameEnv is where a pod passes its own name (downward API), the
+// default target name.
+const podNameEnv = "POD_NAME"
+
 func main() {
-	if err := run(); err != nil {
+	cfg, err := parseFlags(os.Args[1:], os.Getenv, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "labresponder:", err)
+		os.Exit(2)
+	}
+	if err := run(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "labresponder:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	name := flag.String("name", "", "target name put in every reply")
-	addrs := flag.String("addr", "", "comma-separated addresses to serve on (the VIPs)")
-	udp := flag.String("udp", "", "UDP ports, e.g. 80,5000-5010")
-	tcp := flag.String("tcp", "", "TCP ports, e.g. 80,5000-5010")
-	echo := flag.String("echo", "", "TCP ports of long-lived echo connections")
-	flag.Parse()
-	cfg := responder.Config{Name: *name}
+// parseFlags reads the command line; getenv supplies the default name.
+func parseFlags(args []string, getenv func(string) string, out io.Writer) (responder.Config, error) {
+	var cfg responder.Config
+	fs := flag.NewFlagSet("labresponder", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&cfg.Name, "name", getenv(podNameEnv), "target name put in every reply (default $"+podNameEnv+")")
+	addrs := fs.String("addr", "", "comma-separated addresses to serve on (the VIPs; they may be added to an interface later)")
+	udp := fs.String("udp", "", "UDP ports, e.g. 80,5000-5010")
+	tcp := fs.String("tcp", "", "TCP ports, e.g. 80,5000-5010")
+	echo := fs.String("echo", "", "TCP ports of long-lived echo connections")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if cfg.Name == "" {
+		return cfg, fmt.Errorf("no name: set -name or $%s", podNameEnv)
+	}
+	if strings.TrimSpace(*addrs) == "" {
+		return cfg, errors.New("-addr is required")
+	}
 	for _, s := range strings.Split(*addrs, ",") {
 		a, err := netip.ParseAddr(strings.TrimSpace(s))
 		if err != nil {
-			return fmt.Errorf("-addr: %w", err)
+			return cfg, fmt.Errorf("-addr: %w", err)
 		}
 		cfg.Addrs = append(cfg.Addrs, a)
 	}
 	var err error
 	if cfg.UDPPorts, err = responder.ParsePorts(*udp); err != nil {
-		return fmt.Errorf("-udp: %w", err)
+		return cfg, fmt.Errorf("-udp: %w", err)
 	}
 	if cfg.TCPPorts, err = responder.ParsePorts(*tcp); err != nil {
-		return fmt.Errorf("-tcp: %w", err)
+		return cfg, fmt.Errorf("-tcp: %w", err)
 	}
 	if cfg.EchoPorts, err = responder.ParsePorts(*echo); err != nil {
-		return fmt.Errorf("-echo: %w", err)
+		return cfg, fmt.Errorf("-echo: %w", err)
 	}
+	return cfg, nil
+}
+
+// run serves until SIGTERM or SIGINT, then closes every socket and
+// returns nil (exit status 0).
+func run(cfg responder.Config) error {
 	srv, err := responder.Listen(cfg)
 	if err != nil {
 		return err
