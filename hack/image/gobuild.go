@@ -11,9 +11,6 @@ import (
 	"strings"
 )
 
-// mainPackage is the package the image runs.
-const mainPackage = "./cmd/sllbrd"
-
 // archPattern is what a GOARCH looks like. Go's architecture names are the
 // OCI's; sllbrd builds for 64-bit ones (github.com/google/nftables does not
 // compile for 32-bit), so no OCI variant is needed.
@@ -26,21 +23,21 @@ func validateArch(arch string) error {
 	return nil
 }
 
-// buildBinary compiles the static sllbrd binary for linux/arch into dir and
+// buildBinary compiles the static binary of p for linux/arch into dir and
 // returns its path. moduleDir is the repository root; version is stamped
-// into main.version.
-func buildBinary(ctx context.Context, moduleDir, dir, arch, version string) (string, error) {
-	out := filepath.Join(dir, "sllbrd")
+// into main.version (the linker ignores -X of a variable p lacks).
+func buildBinary(ctx context.Context, moduleDir, dir, arch, version string, p program) (string, error) {
+	out := filepath.Join(dir, p.Binary)
 	cmd := exec.CommandContext(ctx, "go", "build",
 		"-trimpath", "-buildvcs=false",
 		"-ldflags", "-s -w -X main.version="+version,
-		"-o", out, mainPackage)
+		"-o", out, p.Main)
 	cmd.Dir = moduleDir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build %s for linux/%s: %w: %s", mainPackage, arch, err, bytes.TrimSpace(stderr.Bytes()))
+		return "", fmt.Errorf("go build %s for linux/%s: %w: %s", p.Main, arch, err, bytes.TrimSpace(stderr.Bytes()))
 	}
 	return out, nil
 }

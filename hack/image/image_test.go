@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,7 +52,7 @@ func TestImageBuildIsReproducibleAndRuns(t *testing.T) {
 	if img.Index.Manifests[0].Digest != first.res.Manifest.Digest {
 		t.Errorf("index names %s, build reported %s", img.Index.Manifests[0].Digest, first.res.Manifest.Digest)
 	}
-	binary := checkImage(t, img, runtime.GOARCH, want)
+	binary := checkImage(t, img, sllbrdProgram, runtime.GOARCH, want)
 
 	path := filepath.Join(t.TempDir(), "sllbrd")
 	if err := os.WriteFile(path, binary, 0o755); err != nil {
@@ -70,6 +71,32 @@ func TestImageBuildIsReproducibleAndRuns(t *testing.T) {
 		require.Programs(t, "skopeo")
 		checkWithSkopeo(ctx, t, first, img)
 	})
+	t.Run("pause", func(t *testing.T) { checkAnotherProgram(ctx, t, want) })
+}
+
+// checkAnotherProgram packs the pause command with -main, -name and
+// -reuse, twice: the second build keeps the first's image, which has the
+// contract of an image of the pause program.
+func checkAnotherProgram(ctx context.Context, t *testing.T, want stamp) {
+	dir := t.TempDir()
+	layout := filepath.Join(dir, "pause-image")
+	opts, err := parseOptions([]string{"-main", pauseProgram.Main, "-name", "localhost/sllbrd-pause", "-reuse",
+		"-arch", runtime.GOARCH, "-layout", layout, "-archive", layout + ".tar"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := build(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := build(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Reused || !second.Reused || second.Manifest.Digest != first.Manifest.Digest {
+		t.Errorf("reused %v then %v, digests %s and %s: want a build, then the same image kept", first.Reused, second.Reused, first.Manifest.Digest, second.Manifest.Digest)
+	}
+	checkImage(t, readLayout(t, layout), pauseProgram, runtime.GOARCH, want)
 }
 
 type testBuild struct {
@@ -84,9 +111,11 @@ func buildForTest(ctx context.Context, t *testing.T, umask int) testBuild {
 	b := testBuild{layout: filepath.Join(dir, "out", "layout"), archive: filepath.Join(dir, "out", "image.tar")}
 	old := syscall.Umask(umask)
 	defer syscall.Umask(old)
-	var err error
-	b.res, err = build(ctx, options{Arch: runtime.GOARCH, Layout: b.layout, Archive: b.archive})
+	opts, err := parseOptions([]string{"-arch", runtime.GOARCH, "-layout", b.layout, "-archive", b.archive}, io.Discard)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if b.res, err = build(ctx, opts); err != nil {
 		t.Fatal(err)
 	}
 	return b
@@ -144,7 +173,7 @@ func checkWithSkopeo(ctx context.Context, t *testing.T, b testBuild, img image) 
 		}
 		var cfg imageConfig
 		decode(t, skopeo("inspect", "--config", ref), &cfg)
-		if !slices.Equal(cfg.Config.Entrypoint, entrypoint) || !slices.Equal(cfg.RootFS.DiffIDs, img.Config.RootFS.DiffIDs) {
+		if !slices.Equal(cfg.Config.Entrypoint, []string{"/sllbrd"}) || !slices.Equal(cfg.RootFS.DiffIDs, img.Config.RootFS.DiffIDs) {
 			t.Errorf("skopeo inspect --config %s: %+v", ref, cfg)
 		}
 	}

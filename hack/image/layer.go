@@ -36,9 +36,9 @@ type entry struct {
 
 func (e entry) dir() bool { return strings.HasSuffix(e.Name, "/") }
 
-// rootfs is the content of the image's single layer; binary is the sllbrd
-// executable to put at /sllbrd.
-func rootfs(binary string) []entry {
+// rootfs is the content of the image's single layer; binary is the
+// executable to put at /<name>.
+func rootfs(name, binary string) []entry {
 	return []entry{
 		{Name: "etc/", Mode: 0o755},
 		{Name: "etc/group", Mode: 0o644, Data: []byte(group)},
@@ -46,7 +46,7 @@ func rootfs(binary string) []entry {
 		{Name: "home/", Mode: 0o755},
 		{Name: "home/nonroot/", Mode: 0o700, UID: nonrootID, GID: nonrootID},
 		{Name: "root/", Mode: 0o700},
-		{Name: "sllbrd", Mode: 0o755, From: binary},
+		{Name: name, Mode: 0o755, From: binary},
 		{Name: "tmp/", Mode: 0o1777},
 	}
 }

@@ -20,16 +20,28 @@ var testStamp = stamp{
 	Created:  time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC),
 }
 
-func testSpec(arch string, s stamp) imageSpec {
-	return imageSpec{Arch: arch, Created: s.Created, Labels: labels(s), Tag: s.tag()}
+// The programs the tests pack: sllbrd, and another main package.
+var (
+	sllbrdProgram = program{Main: mainPackage, Binary: "sllbrd"}
+	pauseProgram  = program{Main: "./internal/harness/node/cmd/pause", Binary: "pause"}
+)
+
+func testSpec(p program, arch string, s stamp) imageSpec {
+	return imageSpec{Binary: p.Binary, Arch: arch, Created: s.Created, Labels: labels(s, p), Tag: s.tag()}
 }
 
 // fakeBinary writes a stand-in for the sllbrd binary with the given mode
 // and modification time.
 func fakeBinary(t *testing.T, mode os.FileMode, mtime time.Time) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "sllbrd")
-	if err := os.WriteFile(path, bytes.Repeat([]byte("\x7fELF not really "), 4096), mode); err != nil {
+	return fakeBinaryOf(t, "\x7fELF not really ", mode, mtime)
+}
+
+// fakeBinaryOf writes a stand-in binary made of content repeated.
+func fakeBinaryOf(t *testing.T, content string, mode os.FileMode, mtime time.Time) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "binary")
+	if err := os.WriteFile(path, bytes.Repeat([]byte(content), 4096), mode); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(path, mode); err != nil { // beyond the umask
@@ -43,13 +55,16 @@ func fakeBinary(t *testing.T, mode os.FileMode, mtime time.Time) string {
 
 // TestLayoutHasTheImageContract writes a layout around a stand-in binary and
 // checks what runtimes and registries read: digests, config, labels, the
-// files of the layer.
+// files of the layer; for sllbrd and for another program.
 func TestLayoutHasTheImageContract(t *testing.T) {
-	for _, arch := range []string{"amd64", "arm64"} {
-		t.Run(arch, func(t *testing.T) {
+	for _, tc := range []struct {
+		p    program
+		arch string
+	}{{sllbrdProgram, "amd64"}, {sllbrdProgram, "arm64"}, {pauseProgram, "amd64"}} {
+		t.Run(tc.p.Binary+"-"+tc.arch, func(t *testing.T) {
 			binary := fakeBinary(t, 0o755, time.Now())
 			dir := t.TempDir()
-			w, err := writeLayout(dir, testSpec(arch, testStamp), rootfs(binary))
+			w, err := writeLayout(dir, testSpec(tc.p, tc.arch, testStamp), rootfs(tc.p.Binary, binary))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,17 +72,17 @@ func TestLayoutHasTheImageContract(t *testing.T) {
 			if img.Index.Manifests[0].Digest != w.Manifest.Digest {
 				t.Errorf("index names %s, writeLayout returned %s", img.Index.Manifests[0].Digest, w.Manifest.Digest)
 			}
-			got := checkImage(t, img, arch, testStamp)
+			got := checkImage(t, img, tc.p, tc.arch, testStamp)
 			if !bytes.Equal(got, readFile(t, binary)) {
-				t.Error("/sllbrd in the layer differs from the binary")
+				t.Errorf("/%s in the layer differs from the binary", tc.p.Binary)
 			}
 		})
 	}
 }
 
-// checkImage checks img against the image contract for the architecture
-// and stamp s, and returns the content of /sllbrd.
-func checkImage(t *testing.T, img image, arch string, s stamp) []byte {
+// checkImage checks img against the image contract of program p for the
+// architecture and stamp s, and returns the content of its binary.
+func checkImage(t *testing.T, img image, p program, arch string, s stamp) []byte {
 	t.Helper()
 	c := img.Config
 	created := s.Created.UTC().Format(time.RFC3339)
@@ -80,17 +95,19 @@ func checkImage(t *testing.T, img image, arch string, s stamp) []byte {
 	if got := img.Index.Manifests[0].Annotations[refNameAnnotation]; got != strings.ReplaceAll(s.Version, "+", "-") {
 		t.Errorf("ref.name %q, want the version %q as a tag", got, s.Version)
 	}
-	if !slices.Equal(c.Config.Entrypoint, []string{"/sllbrd"}) || c.Config.User != "0:0" {
-		t.Errorf("entrypoint %q user %q, want [/sllbrd] and 0:0", c.Config.Entrypoint, c.Config.User)
+	if !slices.Equal(c.Config.Entrypoint, []string{"/" + p.Binary}) || c.Config.User != "0:0" {
+		t.Errorf("entrypoint %q user %q, want [/%s] and 0:0", c.Config.Entrypoint, c.Config.User, p.Binary)
 	}
 	wantLabels := map[string]string{
-		"org.opencontainers.image.title":       "sllbrd",
-		"org.opencontainers.image.description": description,
-		"org.opencontainers.image.source":      "https://github.com/sllbrd/sllbrd",
-		"org.opencontainers.image.licenses":    "Apache-2.0",
-		"org.opencontainers.image.version":     s.Version,
-		"org.opencontainers.image.revision":    s.Revision,
-		"org.opencontainers.image.created":     created,
+		"org.opencontainers.image.title":    p.Binary,
+		"org.opencontainers.image.source":   "https://github.com/sllbrd/sllbrd",
+		"org.opencontainers.image.licenses": "Apache-2.0",
+		"org.opencontainers.image.version":  s.Version,
+		"org.opencontainers.image.revision": s.Revision,
+		"org.opencontainers.image.created":  created,
+	}
+	if p.Binary == "sllbrd" { // only sllbrd's image describes itself
+		wantLabels["org.opencontainers.image.description"] = description
 	}
 	if !maps.Equal(c.Config.Labels, wantLabels) {
 		t.Errorf("labels %v\nwant %v", c.Config.Labels, wantLabels)
@@ -98,29 +115,31 @@ func checkImage(t *testing.T, img image, arch string, s stamp) []byte {
 	if !maps.Equal(img.Manifest.Annotations, wantLabels) {
 		t.Errorf("manifest annotations %v\nwant %v", img.Manifest.Annotations, wantLabels)
 	}
-	return checkFiles(t, img.Files, s.Created)
+	return checkFiles(t, img.Files, p.Binary, s.Created)
 }
 
-// checkFiles checks the layer's entries: exactly these, in this order, with
+// checkFiles checks the layer's entries: exactly these, in name order, with
 // these owners and modes, the epoch as time and no owner names, and users
-// root and nonroot whose homes exist. It returns the content of /sllbrd.
-func checkFiles(t *testing.T, files []file, epoch time.Time) []byte {
+// root and nonroot whose homes exist. It returns the content of /binary.
+func checkFiles(t *testing.T, files []file, binary string, epoch time.Time) []byte {
 	t.Helper()
-	want := []struct {
+	type wantEntry struct {
 		name     string
 		typ      byte
 		mode     int64
 		uid, gid int
-	}{
+	}
+	want := []wantEntry{
 		{"etc/", tar.TypeDir, 0o755, 0, 0},
 		{"etc/group", tar.TypeReg, 0o644, 0, 0},
 		{"etc/passwd", tar.TypeReg, 0o644, 0, 0},
 		{"home/", tar.TypeDir, 0o755, 0, 0},
 		{"home/nonroot/", tar.TypeDir, 0o700, 65532, 65532},
 		{"root/", tar.TypeDir, 0o700, 0, 0},
-		{"sllbrd", tar.TypeReg, 0o755, 0, 0},
+		{binary, tar.TypeReg, 0o755, 0, 0},
 		{"tmp/", tar.TypeDir, 0o1777, 0, 0},
 	}
+	slices.SortFunc(want, func(a, b wantEntry) int { return strings.Compare(a.name, b.name) })
 	if len(files) != len(want) {
 		names := make([]string, len(files))
 		for i, f := range files {
@@ -154,7 +173,7 @@ func checkFiles(t *testing.T, files []file, epoch time.Time) []byte {
 	if u := users["nonroot"]; u != nil && u[5] != "/home/nonroot" {
 		t.Errorf("nonroot's home %q, want /home/nonroot (owned by 65532 in the layer)", u[5])
 	}
-	return content["sllbrd"]
+	return content[binary]
 }
 
 // colonFile parses /etc/passwd or /etc/group by the first field.
@@ -181,7 +200,7 @@ func TestLayoutIgnoresTheBuildMachine(t *testing.T) {
 	build := func(mode os.FileMode, mtime time.Time, s stamp) (written, []byte) {
 		binary := fakeBinary(t, mode, mtime)
 		dir := filepath.Join(t.TempDir(), "layout")
-		w, err := writeImage(dir, binary, testSpec("amd64", s))
+		w, err := writeImage(dir, binary, testSpec(sllbrdProgram, "amd64", s))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +229,7 @@ func TestLayoutIgnoresTheBuildMachine(t *testing.T) {
 // byte, under fixed modes and owner.
 func TestArchiveIsTheLayout(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "layout")
-	w, err := writeImage(dir, fakeBinary(t, 0o755, time.Now()), testSpec("arm64", testStamp))
+	w, err := writeImage(dir, fakeBinary(t, 0o755, time.Now()), testSpec(sllbrdProgram, "arm64", testStamp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +274,7 @@ func TestReplaceLayoutKeepsOtherDirectories(t *testing.T) {
 	if err := os.WriteFile(keep, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := writeImage(dir, binary, testSpec("amd64", testStamp)); err == nil {
+	if _, err := writeImage(dir, binary, testSpec(sllbrdProgram, "amd64", testStamp)); err == nil {
 		t.Fatal("wrote over a directory that is not an OCI layout")
 	}
 	if _, err := os.Stat(keep); err != nil {
@@ -263,7 +282,7 @@ func TestReplaceLayoutKeepsOtherDirectories(t *testing.T) {
 	}
 	layout := filepath.Join(t.TempDir(), "layout")
 	for range 2 { // the second replaces the first
-		if _, err := writeImage(layout, binary, testSpec("amd64", testStamp)); err != nil {
+		if _, err := writeImage(layout, binary, testSpec(sllbrdProgram, "amd64", testStamp)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -273,7 +292,7 @@ func TestReplaceLayoutKeepsOtherDirectories(t *testing.T) {
 // TestTarSortsEntries: the order of the list given does not change the
 // archive.
 func TestTarSortsEntries(t *testing.T) {
-	entries := rootfs(fakeBinary(t, 0o755, time.Now()))
+	entries := rootfs("sllbrd", fakeBinary(t, 0o755, time.Now()))
 	var want bytes.Buffer
 	if err := writeTar(&want, entries, testStamp.Created); err != nil {
 		t.Fatal(err)
@@ -286,5 +305,24 @@ func TestTarSortsEntries(t *testing.T) {
 	if !bytes.Equal(got.Bytes(), want.Bytes()) {
 		t.Error("reversed entries gave another archive")
 	}
-	checkFiles(t, untar(t, got.Bytes()), testStamp.Created)
+	checkFiles(t, untar(t, got.Bytes()), "sllbrd", testStamp.Created)
+}
+
+// TestDefaultImageIsPinned: sllbrd's image of the stand-in binary has the
+// config and uncompressed layer `make image` wrote before other programs
+// could be packed (the gzip stream, and so the manifest, depend on the Go
+// toolchain's compress/flate; these two do not).
+func TestDefaultImageIsPinned(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := writeLayout(dir, testSpec(sllbrdProgram, "amd64", testStamp), rootfs("sllbrd", fakeBinary(t, 0o755, time.Now()))); err != nil {
+		t.Fatal(err)
+	}
+	img := readLayout(t, dir)
+	const (
+		config = "sha256:736fac313f74fd6d9db49871986ea59bab22c24bcb1faf7f4480c9c1361b8f2d"
+		diffID = "sha256:fbef1847f780cfac6ed9e613fc3349c474686348644c9b07f5ec2605d24f77e2"
+	)
+	if img.Manifest.Config.Digest != config || img.Config.RootFS.DiffIDs[0] != diffID {
+		t.Errorf("config %s, diff_id %s; want %s and %s", img.Manifest.Config.Digest, img.Config.RootFS.DiffIDs[0], config, diffID)
+	}
 }

@@ -83,17 +83,20 @@ type history struct {
 
 // imageSpec is everything of the image but its files.
 type imageSpec struct {
+	Binary  string // the executable's name: /<Binary> is the entrypoint
 	Arch    string // GOARCH, the OCI architecture
 	Created time.Time
 	Labels  map[string]string // config labels, also the manifest's annotations
 	Tag     string            // the index's org.opencontainers.image.ref.name
 }
 
+// entrypoint is the container's command: the binary at the root.
+func (s imageSpec) entrypoint() []string { return []string{"/" + s.Binary} }
+
 // runtime settings of the container.
 var (
-	entrypoint = []string{"/sllbrd"}
-	user       = "0:0"
-	env        = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	user = "0:0"
+	env  = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 )
 
 // written describes a layout writeLayout wrote.
@@ -119,7 +122,7 @@ func writeLayout(dir string, spec imageSpec, files []entry) (written, error) {
 		Created:      created,
 		Architecture: spec.Arch,
 		OS:           "linux",
-		Config:       runConfig{User: user, Env: env, Entrypoint: entrypoint, Labels: spec.Labels},
+		Config:       runConfig{User: user, Env: env, Entrypoint: spec.entrypoint(), Labels: spec.Labels},
 		RootFS:       rootFS{Type: "layers", DiffIDs: []string{diffID}},
 		History:      []history{{Created: created, CreatedBy: "make image (hack/image)"}},
 	})
