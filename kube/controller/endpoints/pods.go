@@ -64,7 +64,8 @@ func podReady(p *corev1.Pod) bool {
 func Identify(cands []Candidate) []identifiers.Pod {
 	out := make([]identifiers.Pod, 0, len(cands))
 	for _, c := range cands {
-		out = append(out, identifiers.Pod{UID: string(c.Pod.UID), Name: c.Pod.Name, Created: c.Pod.CreationTimestamp.Time})
+		out = append(out, identifiers.Pod{UID: string(c.Pod.UID), Name: c.Pod.Name, Created: c.Pod.CreationTimestamp.Time,
+			Terminating: c.Terminating})
 	}
 	return out
 }

@@ -11,6 +11,9 @@ type Pod struct {
 	UID     string
 	Name    string
 	Created time.Time
+	// Terminating: the pod is being deleted. It keeps the identifier it
+	// claims until a new pod needs one, and never gets a new one.
+	Terminating bool
 }
 
 // Claim says that the pod UID was given identifier ID by an earlier run.
@@ -63,9 +66,27 @@ func Assign(max int, pods []Pod, claims []Claim) Assignment {
 			}
 		}
 	}
+	// The identifiers terminating pods hold, lowest first, with their
+	// holders: a new pod takes them over before any free one.
+	var handover []int
+	holder := map[int]string{}
+	for _, p := range byAge {
+		if id, ok := out.IDs[p.UID]; ok && p.Terminating {
+			handover = append(handover, id)
+			holder[id] = p.UID
+		}
+	}
+	slices.Sort(handover)
 	next := 0
 	for _, p := range byAge {
-		if _, ok := out.IDs[p.UID]; ok {
+		if _, ok := out.IDs[p.UID]; ok || p.Terminating {
+			continue
+		}
+		if len(handover) > 0 {
+			id := handover[0]
+			handover = handover[1:]
+			delete(out.IDs, holder[id])
+			out.IDs[p.UID] = id
 			continue
 		}
 		for next < max && taken[next] {

@@ -14,6 +14,11 @@ func pod(name string, age int) Pod {
 	return Pod{UID: "uid-" + name, Name: name, Created: t0.Add(time.Duration(age) * time.Second)}
 }
 
+func terminating(p Pod) Pod {
+	p.Terminating = true
+	return p
+}
+
 func ids(a Assignment) map[string]int {
 	out := map[string]int{}
 	for uid, id := range a.IDs {
@@ -97,6 +102,42 @@ func TestAssign(t *testing.T) {
 			overLimit: []string{"d"},
 		},
 		{
+			name:   "a terminating pod keeps its identifier while no new pod needs one",
+			max:    8,
+			pods:   []Pod{pod("a", 1), terminating(pod("b", 2)), pod("c", 3)},
+			claims: []Claim{{"uid-a", 0}, {"uid-b", 1}, {"uid-c", 2}},
+			want:   map[string]int{"a": 0, "b": 1, "c": 2},
+		},
+		{
+			name:   "a new pod takes over a terminating pod's identifier before a free one",
+			max:    8,
+			pods:   []Pod{pod("a", 1), terminating(pod("b", 2)), pod("c", 3), pod("b2", 9)},
+			claims: []Claim{{"uid-a", 0}, {"uid-b", 1}, {"uid-c", 2}},
+			want:   map[string]int{"a": 0, "b2": 1, "c": 2},
+		},
+		{
+			name: "several: the oldest new pod takes the lowest, then free ones",
+			max:  8,
+			pods: []Pod{terminating(pod("a", 1)), terminating(pod("b", 2)), pod("c", 3),
+				pod("n2", 11), pod("n1", 10), pod("n3", 12)},
+			claims: []Claim{{"uid-a", 4}, {"uid-b", 0}, {"uid-c", 1}},
+			want:   map[string]int{"n1": 0, "c": 1, "n2": 4, "n3": 2},
+		},
+		{
+			name:   "at the limit: the new pod takes the terminating pod's identifier instead of waiting",
+			max:    2,
+			pods:   []Pod{pod("a", 1), terminating(pod("b", 2)), pod("b2", 9)},
+			claims: []Claim{{"uid-a", 0}, {"uid-b", 1}},
+			want:   map[string]int{"a": 0, "b2": 1},
+		},
+		{
+			name:   "a terminating pod without a claim gets none, and is not over the limit",
+			max:    2,
+			pods:   []Pod{pod("a", 1), terminating(pod("t", 2))},
+			claims: []Claim{{"uid-a", 0}},
+			want:   map[string]int{"a": 0},
+		},
+		{
 			name: "no pods",
 			max:  32,
 			want: map[string]int{},
@@ -121,7 +162,8 @@ func TestAssign(t *testing.T) {
 // TestAssignIsStableOverAPodsLife replays a Service's history: each step
 // feeds the previous assignment back as claims (as the controller recovers
 // it from the slices it wrote); no pod ever changes identifier while it
-// stays, and every identifier is unique and below max.
+// stays (a terminating one may only lose it, to a new pod), and every
+// identifier is unique and below max.
 func TestAssignIsStableOverAPodsLife(t *testing.T) {
 	const max = 4
 	live := []Pod{}
@@ -146,8 +188,23 @@ func TestAssignIsStableOverAPodsLife(t *testing.T) {
 			seen[uid] = id
 			claims = append(claims, Claim{uid, id})
 		}
-		if len(got.IDs)+len(got.OverLimit) != len(live) {
-			t.Fatalf("%s: %d assigned + %d over the limit != %d pods", label, len(got.IDs), len(got.OverLimit), len(live))
+		leaving := 0
+		for _, p := range live {
+			if _, ok := got.IDs[p.UID]; !ok && p.Terminating {
+				leaving++
+				delete(seen, p.UID) // it lost its identifier; it never gets one again
+			}
+		}
+		if len(got.IDs)+len(got.OverLimit)+leaving != len(live) {
+			t.Fatalf("%s: %d assigned + %d over the limit + %d terminating without != %d pods",
+				label, len(got.IDs), len(got.OverLimit), leaving, len(live))
+		}
+	}
+	terminate := func(name string) {
+		for i := range live {
+			if live[i].Name == name {
+				live[i].Terminating = true
+			}
 		}
 	}
 	remove := func(name string) {
@@ -176,4 +233,19 @@ func TestAssignIsStableOverAPodsLife(t *testing.T) {
 	remove("c")
 	remove("d")
 	step("scale back")
+	terminate("e")
+	step("e terminating")
+	if seen["uid-e"] != 1 {
+		t.Fatalf("e lost its identifier before a new pod needed it: %v", seen)
+	}
+	live = append(live, pod("e2", 30)) // its ReplicaSet's replacement
+	step("e's replacement")
+	if id, ok := seen["uid-e2"]; !ok || id != 1 {
+		t.Fatalf("e2 did not take over terminating e's identifier 1: %v", seen)
+	}
+	if _, ok := seen["uid-e"]; ok {
+		t.Fatalf("terminating e kept an identifier: %v", seen)
+	}
+	remove("e")
+	step("e gone")
 }

@@ -13,9 +13,19 @@
 //   - A pod keeps the identifier it claims for its whole life, as long as
 //     the identifier lies in 0..max-1 and no older pod claims the same one
 //     (claims can only collide if someone edited the slices by hand).
-//   - Pods without a valid claim get the lowest free identifiers, the oldest
-//     pod first (creation time, then name, then UID): pods that arrive
-//     together are ordered the same way by every run.
+//   - A terminating pod (being deleted) keeps its identifier until a new
+//     pod needs one: pods without a valid claim take over the identifiers
+//     of terminating pods first, lowest first, and the terminating pod
+//     leaves the slices. A terminating pod is not ready, so its flows went
+//     to the others when it began terminating; its replacement (a
+//     ReplicaSet creates it at once) then gets exactly those flows back and
+//     every other flow stays where it was: the Maglev table is the one
+//     before the deletion. With a fresh identifier instead, the table
+//     would differ from it for good, and flows of pods that stay would
+//     move too. A terminating pod never gets a new identifier.
+//   - Pods without a valid claim then get the lowest free identifiers, the
+//     oldest pod first (creation time, then name, then UID): pods that
+//     arrive together are ordered the same way by every run.
 //   - A pod for which no identifier is free is over the limit: it is left
 //     out, reported in Assignment.OverLimit (oldest first), and gets the
 //     next identifier that frees, before any younger pod.
