@@ -7,6 +7,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/sllbrd/sllbrd/internal/mountinfo"
 )
 
 // maxQueues is the largest --queues: one nfqueue and one locked reader
@@ -126,42 +128,12 @@ func cgroupDir(root fs.FS) (dir, mount string, err error) {
 }
 
 // cgroup2Mount returns the root and the mount point of the first cgroup2
-// file system in /proc/self/mountinfo (proc(5): "ID PARENT MAJ:MIN ROOT
-// MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS").
-func cgroup2Mount(mountinfo []byte) (root, mount string) {
-	for line := range strings.Lines(string(mountinfo)) {
-		f := strings.Fields(line)
-		sep := -1
-		for i, x := range f {
-			if x == "-" {
-				sep = i
-				break
-			}
+// file system in /proc/self/mountinfo.
+func cgroup2Mount(table []byte) (root, mount string) {
+	for _, m := range mountinfo.Parse(table) {
+		if m.FSType == "cgroup2" {
+			return m.Root, m.Point
 		}
-		if sep < 5 || sep+1 >= len(f) || f[sep+1] != "cgroup2" {
-			continue
-		}
-		return unescapeMountinfo(f[3]), unescapeMountinfo(f[4])
 	}
 	return "", ""
-}
-
-// unescapeMountinfo undoes the octal escapes (\040 for a space, ...) of a
-// mountinfo path.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
