@@ -12,6 +12,10 @@ FUZZTIME     ?= 10s
 # two at once here) competes with them for the CPU while they measure.
 TIMED_TESTS  := ^(TestIntegrationFileEditLatency|TestIntegrationKubeAPIServer)$$
 TIMED_PKG    := ./cmd/sllbrd/
+# Tests that run on the Kubernetes node of `make node-up` (internal/harness/node): one node per host
+# (fixed bridges and directories), so `make test` runs them last, one package at a time.
+NODE_TESTS   := ^(TestIntegrationNodeUpDown|TestIntegrationOnNode)$$
+NODE_PKGS    := ./internal/harness/node/ ./internal/harness/e2e/onnode/
 # Fuzz targets run for FUZZTIME each by `make test` (package:FuzzName).
 FUZZ_TARGETS := $(shell cat hack/fuzz-targets.txt 2>/dev/null)
 
@@ -52,13 +56,27 @@ kube-assets: ## Build kube-apiserver and etcd from the Go module proxy (cached o
 	@hack/kube-assets.sh
 
 .PHONY: test
-test: deps vet ## Every test, as root: unit tests with -race, then all tests with integration prerequisites (netns, nft, BIRD, a real kube-apiserver) required, the timed ones alone at the end, then short fuzzing.
+test: deps vet ## Every test, as root: unit tests with -race, then all tests with integration prerequisites (netns, nft, BIRD, a real kube-apiserver) required, the timed ones alone, the node's (kubelet, containerd, deploy/) alone at the end, then short fuzzing.
 	$(UNIT_ENV) $(GO) test -race -count=1 -short -timeout 20m $(PKGS)
 	@assets=$$(hack/kube-assets.sh) && \
-	  KUBEBUILDER_ASSETS=$$assets $(REQUIRE_ENV)=1 $(GO) test -count=1 -timeout 60m -skip '$(TIMED_TESTS)' $(PKGS)
+	  KUBEBUILDER_ASSETS=$$assets $(REQUIRE_ENV)=1 $(GO) test -count=1 -timeout 60m -skip '$(TIMED_TESTS)|$(NODE_TESTS)' $(PKGS)
 	@assets=$$(hack/kube-assets.sh) && \
 	  KUBEBUILDER_ASSETS=$$assets $(REQUIRE_ENV)=1 $(GO) test -count=1 -timeout 20m -v -run '$(TIMED_TESTS)' $(TIMED_PKG)
+	@$(MAKE) --no-print-directory test-node
 	@hack/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
+
+.PHONY: test-node
+test-node: deps ## The tests on a Kubernetes node (root): bring-up and take-down, then deploy/ as a user applies it with traffic end to end (about 10 min; uses a node of make node-up if one is up).
+	@assets=$$(hack/kube-assets.sh) && \
+	  KUBEBUILDER_ASSETS=$$assets $(REQUIRE_ENV)=1 $(GO) test -count=1 -p 1 -timeout 40m -v -run '$(NODE_TESTS)' $(NODE_PKGS)
+
+.PHONY: node-up
+node-up: deps ## A single-node Kubernetes cluster on this host (root): kubelet, containerd, kube-proxy, the seed's networks (docs/deploy.md); prints KUBECONFIG. Again: a new one.
+	@assets=$$(hack/kube-assets.sh) && $(GO) run ./internal/harness/node/cmd/node up -bin $$assets
+
+.PHONY: node-down
+node-down: ## Remove the node of make node-up: pods, processes (by PID), mounts, cgroups, bridges, state.
+	@$(GO) run ./internal/harness/node/cmd/node down
 
 .PHONY: bench
 bench: ## Benchmarks of the packet path (go test -bench, -benchmem).

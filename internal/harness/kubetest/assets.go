@@ -54,3 +54,21 @@ func requireAssets(t testing.TB) string {
 	}
 	return d
 }
+
+// NodeBinaries are the binaries the node of internal/harness/node runs
+// besides etcd and kube-apiserver; hack/kube-assets.sh builds them too.
+var NodeBinaries = []string{"kubelet", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubectl"}
+
+// RequireNodeAssets returns the assets directory when it holds etcd,
+// kube-apiserver and NodeBinaries, or ends the test (a skip, or a failure
+// when require.Strict).
+func RequireNodeAssets(t testing.TB) string {
+	t.Helper()
+	d := requireAssets(t)
+	for _, b := range NodeBinaries {
+		if !isExecutable(filepath.Join(d, b)) {
+			require.Missing(t, "%s not found in %s: run hack/kube-assets.sh", b, d)
+		}
+	}
+	return d
+}
