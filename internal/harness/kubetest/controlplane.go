@@ -35,7 +35,7 @@ type ControlPlane struct {
 	t         testing.TB
 	dir       string
 	bin       string
-	pki       *pki
+	pki       *pkiFiles
 	etcd      *process
 	apiserver *process
 	apiArgs   []string

@@ -1,15 +1,11 @@
 package node
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,6 +13,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/sllbrd/sllbrd/internal/harness/pki"
 )
 
 // certValidity is how long the node's certificates last: a node left
@@ -46,14 +44,6 @@ var (
 	kubeconfigOf = []identity{adminID, kubeletID, kcmID, schedulerID, proxyID, multinetID}
 )
 
-// ca is the node's certificate authority: it signs every certificate and is
-// the client CA of kube-apiserver and of the kubelet.
-type ca struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
 // writePKI writes the CA, the serving certificates of kube-apiserver and of
 // the kubelet, a client certificate and kubeconfig per identity, and the
 // service-account signing key into d's pki directory.
@@ -61,14 +51,14 @@ func writePKI(d Dirs) error {
 	if err := os.MkdirAll(d.pki(""), 0o700); err != nil {
 		return fmt.Errorf("pki: %w", err)
 	}
-	c, err := newCA()
+	ca, err := pki.NewCA("sllbrd-node-ca", certValidity)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(d.pki("ca.crt"), c.pem, 0o644); err != nil {
+	if err := os.WriteFile(d.pki("ca.crt"), ca.PEM, 0o644); err != nil {
 		return fmt.Errorf("pki: %w", err)
 	}
-	if err := writeKey(d.pki("ca.key"), c.key); err != nil {
+	if err := pki.WriteKey(d.pki("ca.key"), ca.Key); err != nil {
 		return err
 	}
 	apiserver := &x509.Certificate{
@@ -85,7 +75,7 @@ func writePKI(d Dirs) error {
 		IPAddresses: []net.IP{net.IP(NodeIP.AsSlice())},
 	}
 	for name, tmpl := range map[string]*x509.Certificate{"apiserver": apiserver, "kubelet-serving": kubelet} {
-		if err := c.issue(d, name, tmpl); err != nil {
+		if err := issue(d, ca, name, tmpl); err != nil {
 			return err
 		}
 	}
@@ -94,84 +84,32 @@ func writePKI(d Dirs) error {
 			Subject:     pkix.Name{CommonName: id.user, Organization: id.groups},
 			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 		}
-		if err := c.issue(d, id.file, tmpl); err != nil {
+		if err := issue(d, ca, id.file, tmpl); err != nil {
 			return err
 		}
 	}
 	for _, id := range kubeconfigOf {
-		if err := writeKubeconfig(d, id, c.pem); err != nil {
+		if err := writeKubeconfig(d, id, ca.PEM); err != nil {
 			return err
 		}
 	}
-	sa, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	sa, err := pki.NewKey()
 	if err != nil {
 		return fmt.Errorf("pki: service-account key: %w", err)
 	}
-	return writeKey(d.pki("sa.key"), sa)
+	return pki.WriteKey(d.pki("sa.key"), sa)
 }
 
-func newCA() (*ca, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// issue has ca sign tmpl and writes <name>.crt and <name>.key.
+func issue(d Dirs, ca *pki.CA, name string, tmpl *x509.Certificate) error {
+	cert, key, err := ca.Issue(tmpl)
 	if err != nil {
-		return nil, fmt.Errorf("pki: CA key: %w", err)
+		return err
 	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "sllbrd-node-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(certValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, fmt.Errorf("pki: CA certificate: %w", err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, fmt.Errorf("pki: CA certificate: %w", err)
-	}
-	return &ca{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
-}
-
-// issue signs tmpl (subject, usages, names) with a new key and writes
-// <name>.crt and <name>.key.
-func (c *ca) issue(d Dirs, name string, tmpl *x509.Certificate) error {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return fmt.Errorf("pki: %s key: %w", name, err)
-	}
-	now := time.Now()
-	tmpl.SerialNumber = serial()
-	tmpl.NotBefore, tmpl.NotAfter = now.Add(-time.Hour), now.Add(certValidity)
-	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, c.cert, &key.PublicKey, c.key)
-	if err != nil {
-		return fmt.Errorf("pki: %s certificate: %w", name, err)
-	}
-	if err := os.WriteFile(d.pki(name+".crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+	if err := os.WriteFile(d.pki(name+".crt"), cert, 0o644); err != nil {
 		return fmt.Errorf("pki: %w", err)
 	}
-	return writeKey(d.pki(name+".key"), key)
-}
-
-// serial is a random 127-bit certificate serial number.
-func serial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		panic(fmt.Sprintf("crypto/rand: %v", err)) // crypto/rand does not fail (its contract)
-	}
-	return n
-}
-
-func writeKey(path string, key *ecdsa.PrivateKey) error {
-	der, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return fmt.Errorf("pki: %s: %w", filepath.Base(path), err)
-	}
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+	if err := os.WriteFile(d.pki(name+".key"), key, 0o600); err != nil {
 		return fmt.Errorf("pki: %w", err)
 	}
 	return nil
