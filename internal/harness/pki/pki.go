@@ -103,4 +103,6 @@ func WriteKey(path string, key *ecdsa.PrivateKey) error {
 	return nil
 }
 
-func certPEM(der []byte) []byte { return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}) }
+func certPEM(der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
