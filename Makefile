@@ -87,7 +87,7 @@ bench-latency: deps ## Median time from a manifest edit to the dataplane applyin
 	$(REQUIRE_ENV)=1 $(GO) test -count=1 -run '^$$' -bench '^BenchmarkIntegrationFileEditLatency$$' -benchtime 21x ./cmd/sllbrd/
 
 .PHONY: demo
-demo: deps ## Build, run sllbrd in a network-namespace lab with BIRD on deploy/examples, send traffic, clean up (root).
+demo: deps ## Build, run sllbrd in a network-namespace lab with BIRD on deploy/examples, send traffic, clean up (root). DEMO=cluster: the whole system in the lab; DEMO=node: on a Kubernetes node from deploy/ and the image.
 	$(GO) run ./internal/harness/e2e/cmd/demo
 
 .PHONY: bench-e2e

@@ -26,21 +26,34 @@ var (
 // `sllbrd target` in every target, a client), as TestIntegrationCluster of
 // cmd/sllbrd runs it: the test is the scenario, its log is the narrative.
 func runCluster(ctx context.Context) error {
+	return runScenario(ctx, "the whole system in the lab", "TestIntegrationCluster", "./cmd/sllbrd/")
+}
+
+// runNode is `make demo DEMO=node`: sllbrd on a real Kubernetes node,
+// deployed with kubectl from deploy/ and its image, traffic end to end and
+// the operations users do, as TestIntegrationOnNode runs it.
+func runNode(ctx context.Context) error {
+	return runScenario(ctx, "sllbrd on a Kubernetes node", "TestIntegrationOnNode", "./internal/harness/e2e/onnode/")
+}
+
+// runScenario runs one integration test and prints its log as the
+// narrative.
+func runScenario(ctx context.Context, what, test, pkg string) error {
 	root, err := e2e.ModuleRoot()
 	if err != nil {
 		return err
 	}
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
-		step("finding kube-apiserver and etcd (hack/kube-assets.sh builds them once, ~8 min)")
+		step("finding the Kubernetes binaries (hack/kube-assets.sh builds them once, ~10 min)")
 		out, err := exec.CommandContext(ctx, filepath.Join(root, "hack", "kube-assets.sh")).Output()
 		if err != nil {
 			return fmt.Errorf("hack/kube-assets.sh: %w", err)
 		}
 		assets = strings.TrimSpace(string(out))
 	}
-	step("running the whole system in the lab (TestIntegrationCluster of cmd/sllbrd)")
-	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-timeout=20m", "-v", "-run", "^TestIntegrationCluster$", "./cmd/sllbrd/")
+	step("running %s (%s of %s)", what, test, pkg)
+	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-timeout=40m", "-v", "-run", "^"+test+"$", pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "KUBEBUILDER_ASSETS="+assets, "SLLBRD_REQUIRE_INTEGRATION=1")
 	cmd.Stderr = cmd.Stdout

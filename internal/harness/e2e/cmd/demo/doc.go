@@ -10,4 +10,12 @@
 // removed, targets deleted and added, with the time every API write takes
 // to reach the traffic and what every process costs at rest. It is
 // TestIntegrationCluster of cmd/sllbrd, whose log it prints.
+//
+// `make demo DEMO=node` runs sllbrd where users run it: a Kubernetes node
+// on this host (kubelet, containerd, kube-proxy), deploy/ applied with
+// kubectl and the image `make image` builds, the seed's objects and
+// application, traffic from a client through BIRD, then scaling, deleted
+// pods, rollouts, a killed leader, restarted kubelet and containerd, and a
+// kubelet that refuses sllbrd's sysctls. It is TestIntegrationOnNode of
+// internal/harness/e2e/onnode, whose log it prints.
 package main

@@ -21,7 +21,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "demo: needs root (network namespaces)")
 		os.Exit(2)
 	}
-	scenario := flag.String("scenario", os.Getenv("DEMO"), `"" (one SLLBR on deploy/examples) or "cluster" (the whole system; make demo DEMO=cluster)`)
+	scenario := flag.String("scenario", os.Getenv("DEMO"), `"" (one SLLBR on deploy/examples), "cluster" (the whole system in the lab; make demo DEMO=cluster) or "node" (on a Kubernetes node; make demo DEMO=node)`)
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -30,8 +30,10 @@ func main() {
 	case "":
 	case "cluster":
 		run = runCluster
+	case "node":
+		run = runNode
 	default:
-		fmt.Fprintf(os.Stderr, "demo: unknown scenario %q (want \"\" or \"cluster\")\n", *scenario)
+		fmt.Fprintf(os.Stderr, "demo: unknown scenario %q (want \"\", \"cluster\" or \"node\")\n", *scenario)
 		os.Exit(2)
 	}
 	if err := run(ctx); err != nil {

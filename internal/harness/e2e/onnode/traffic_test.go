@@ -1,0 +1,78 @@
+package onnode
+
+import (
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/sllbrd/sllbrd/internal/harness/lab"
+)
+
+// flowSet is one protocol and port of the traffic phase.
+type flowSet struct {
+	proto string
+	port  uint16
+	base  uint16 // first source port: the same flows every run
+}
+
+var flowSets = []flowSet{{"tcp", flowPort, 21000}, {"udp", udpPort, 22000}}
+
+// flowsPerSet is how many flows each set sends per VIP: with 3 targets
+// each gets one with probability 1 - 3*(2/3)^60, about 1 - 1e-10.
+const flowsPerSet = 60
+
+// runFlows sends the flows of a set to vip and returns who answered each;
+// every flow must be answered.
+func (e *env) runFlows(vip netip.Addr, s flowSet, count int) map[lab.Flow]string {
+	e.t.Helper()
+	got, err := e.lab.Flows(e.ctx, lab.FlowOptions{VIP: vip, Port: s.port, Proto: s.proto, Count: count, SrcPortBase: s.base})
+	if err != nil {
+		e.t.Fatalf("%s flows to %v: %v", s.proto, vip, err)
+	}
+	if len(got) != count {
+		e.t.Fatalf("%s flows to %v: %d of %d answered", s.proto, vip, len(got), count)
+	}
+	return got
+}
+
+// trafficBothFamilies: flows of both protocols to both VIPs from the client,
+// through BIRD's ECMP over the SLLBR pods, are all answered, use every
+// application pod, and the same flows again reach the same pods. It
+// returns the first run's answers.
+func (e *env) trafficBothFamilies() map[lab.Flow]string {
+	start := time.Now()
+	apps := podNames(e.pods(appSelector))
+	all := map[lab.Flow]string{}
+	for _, vip := range vips {
+		for _, s := range flowSets {
+			first := e.runFlows(vip, s, flowsPerSet)
+			dist := lab.Distribution(first)
+			e.t.Logf("%d %s flows to %v: %v", flowsPerSet, s.proto, vip, dist)
+			if !slices.Equal(slices.Sorted(maps.Keys(dist)), apps) {
+				e.t.Errorf("%s flows to %v reached %v, want every application pod %v", s.proto, vip, dist, apps)
+			}
+			again := e.runFlows(vip, s, flowsPerSet)
+			if moved := movedFlows(first, again); len(moved) > 0 {
+				e.t.Errorf("%s flows to %v: %d of %d reached another pod the second time: %v", s.proto, vip, len(moved), flowsPerSet, moved)
+			}
+			maps.Copy(all, first)
+		}
+	}
+	e.record(fmt.Sprintf("traffic: %d flows, both families, TCP and UDP, twice", len(all)), time.Since(start))
+	return all
+}
+
+// movedFlows lists the flows of after that another target answered than in
+// before.
+func movedFlows(before, after map[lab.Flow]string) []string {
+	var out []string
+	for f, t := range after {
+		if b, ok := before[f]; ok && b != t {
+			out = append(out, fmt.Sprintf("%s: %s -> %s", f, b, t))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
