@@ -37,6 +37,9 @@ func TestTargetApplicationExample(t *testing.T) {
 	if pod.ServiceAccountName != sa.Name {
 		t.Errorf("service account %q", pod.ServiceAccountName)
 	}
+	if sc := pod.SecurityContext; sc == nil || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("pod security context %+v, want the RuntimeDefault seccomp profile", sc)
+	}
 	i := slices.IndexFunc(pod.Containers, func(c corev1.Container) bool { return c.Name == "sllbrd-target" })
 	if i < 0 {
 		t.Fatal("no sllbrd-target container")

@@ -42,6 +42,10 @@ func (e *env) applyApp() {
 		return e.targetsConfigured(e.pods(appSelector), len(e.pods(sllbrSelector)))
 	})
 	e.record("application pods hold the VIPs and routes", time.Since(start))
+	for _, p := range e.pods(appSelector) {
+		e.checkCaps(p, "sllbrd-target", 1<<12) // NET_ADMIN only (docs/target.md)
+		e.checkCaps(p, "application", 0)
+	}
 	e.waitFor(time.Minute, "BIRD routes the VIPs via every SLLBR pod", func() (bool, string) {
 		return e.birdSeesAll(e.pods(sllbrSelector))
 	})

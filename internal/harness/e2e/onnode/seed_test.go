@@ -263,14 +263,7 @@ func (e *env) checkSLLBRPrivileges(p corev1.Pod) {
 	if c.Image != e.images.sllbrd.Ref {
 		e.t.Errorf("%s runs %s, want the image of this run %s", p.Name, c.Image, e.images.sllbrd.Ref)
 	}
-	pid := e.containerPID(p, c.Name)
-	status := readFile(e.t, fmt.Sprintf("/proc/%d/status", pid))
-	for field, want := range map[string]uint64{"CapEff": sllbrdCaps, "CapPrm": sllbrdCaps, "CapBnd": sllbrdCaps, "CapAmb": 0, "NoNewPrivs": 1, "Seccomp": 2} {
-		got, err := statusField(status, field)
-		if err != nil || got != want {
-			e.t.Errorf("%s: sllbrd's %s is %#x (%v), want %#x", p.Name, field, got, err, want)
-		}
-	}
+	pid := e.checkCaps(p, c.Name, sllbrdCaps)
 	if root := rootMountOptions(e.t, pid); !slices.Contains(root, "ro") {
 		e.t.Errorf("%s: the root file system is mounted %v, want read-only", p.Name, root)
 	}
@@ -284,6 +277,23 @@ func (e *env) checkSLLBRPrivileges(p corev1.Pod) {
 			e.t.Errorf("%s: %s = %s in the pod, want %s", p.Name, key, got, want)
 		}
 	}
+}
+
+// checkCaps checks, in the kernel's view of a container's main process,
+// its capabilities (effective, permitted and bounding: exactly caps; no
+// ambient), no_new_privs and the RuntimeDefault seccomp filter, and
+// returns its PID.
+func (e *env) checkCaps(p corev1.Pod, container string, caps uint64) int {
+	e.t.Helper()
+	pid := e.containerPID(p, container)
+	status := readFile(e.t, fmt.Sprintf("/proc/%d/status", pid))
+	for field, want := range map[string]uint64{"CapEff": caps, "CapPrm": caps, "CapBnd": caps, "CapAmb": 0, "NoNewPrivs": 1, "Seccomp": 2} {
+		got, err := statusField(status, field)
+		if err != nil || got != want {
+			e.t.Errorf("%s/%s: %s is %#x (%v), want %#x", p.Name, container, field, got, err, want)
+		}
+	}
+	return pid
 }
 
 // containerPID is the host PID of a pod's running container.
