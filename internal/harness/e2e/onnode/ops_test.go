@@ -196,7 +196,7 @@ func (e *env) phaseRolloutRestarts() {
 		e.records = append(e.records, "  "+r.String())
 		e.t.Logf("rollout restart of %s: %v", d, r)
 		if len(r.broken) > 0 {
-			e.t.Logf("connections broken by the rollout of %s: %v", d, r.broken)
+			e.t.Errorf("connections broken by the rollout of %s: %v", d, r.broken)
 		}
 	}
 }
