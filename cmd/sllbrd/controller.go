@@ -31,6 +31,7 @@ type controllerConfig struct {
 	templateConfigMap                     string
 	pod, container, sllbrImage            string
 	workers                               int
+	readinessHoldMax                      time.Duration
 	election                              controller.LeaderElection
 	logLevel                              slog.Level
 }
@@ -49,6 +50,9 @@ func parseControllerFlags(args []string) (*controllerConfig, error) {
 	fs.StringVar(&c.sllbrImage, "sllbr-image", "",
 		"the image of SLLBR pods whose template names none, instead of --pod's (for a controller that runs outside a pod)")
 	fs.IntVar(&c.workers, "workers", controller.DefaultWorkers, "objects reconciled in parallel")
+	fs.DurationVar(&c.readinessHoldMax, "readiness-hold-max", controller.DefaultReadinessHoldMax,
+		"longest readiness hold: an endpoint stays ready while its pod is not ready only for want of a probe result, "+
+			"as after a kubelet restart (its probe time plus 2s, at most this; 0 disables the hold)")
 	fs.BoolVar(&c.election.Enabled, "leader-elect", true, "elect one writing replica with a coordination.k8s.io Lease")
 	fs.StringVar(&c.election.LeaseName, "leader-election-lease", controller.DefaultLeaseName, "name of the Lease")
 	fs.DurationVar(&c.election.LeaseDuration, "leader-election-lease-duration", controller.DefaultLeaseDuration,
@@ -79,12 +83,19 @@ func parseControllerFlags(args []string) (*controllerConfig, error) {
 	if c.workers < 1 || c.workers > 64 {
 		errs = append(errs, fmt.Errorf("--workers %d: want 1..64", c.workers))
 	}
+	if c.readinessHoldMax < 0 || c.readinessHoldMax > maxReadinessHold {
+		errs = append(errs, fmt.Errorf("--readiness-hold-max %v: want 0 (no hold) to %v", c.readinessHoldMax, maxReadinessHold))
+	}
 	if e := c.election; e.Enabled && !(e.LeaseDuration > e.RenewDeadline && e.RenewDeadline > e.RetryPeriod && e.RetryPeriod > 0) {
 		errs = append(errs, fmt.Errorf("want --leader-election-lease-duration (%v) > --leader-election-renew-deadline (%v) > --leader-election-retry-period (%v) > 0",
 			e.LeaseDuration, e.RenewDeadline, e.RetryPeriod))
 	}
 	return c, errors.Join(errs...)
 }
+
+// maxReadinessHold bounds --readiness-hold-max: a real readiness failure
+// that is not a crash leaves the tables up to the hold later.
+const maxReadinessHold = 5 * time.Minute
 
 // controllerMain runs `sllbrd controller` and returns the exit code.
 func controllerMain(args []string) int {
@@ -105,6 +116,7 @@ func runController(ctx context.Context, cfg *controllerConfig, log *slog.Logger)
 	m := metrics.NewController()
 	ctl, err := controller.New(rc, ns, controller.WithLogger(log), controller.WithMetrics(m),
 		controller.WithLeaderElection(cfg.election), controller.WithWorkers(cfg.workers),
+		controller.WithReadinessHold(cfg.readinessHoldMax),
 		controller.WithTemplate(cfg.templateConfigMap, deploy.SLLBRDeploymentTemplate), sllbrImageOption(cfg, ns))
 	if err != nil {
 		return err

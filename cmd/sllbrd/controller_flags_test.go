@@ -27,6 +27,9 @@ func TestControllerFlagsDefaults(t *testing.T) {
 		e.RenewDeadline != 10*time.Second || e.RetryPeriod != 2*time.Second {
 		t.Errorf("defaults %+v", c)
 	}
+	if c.readinessHoldMax != 30*time.Second {
+		t.Errorf("--readiness-hold-max %v, want 30s", c.readinessHoldMax)
+	}
 	if c.election.LeaseName != controller.DefaultLeaseName {
 		t.Errorf("lease %s", c.election.LeaseName)
 	}
@@ -71,12 +74,18 @@ func TestControllerFlagsRejectBadValues(t *testing.T) {
 		{[]string{"--gateway=x"}, "flag provided but not defined: -gateway"},
 		{[]string{"--pod=Not_A_Pod"}, `--pod "Not_A_Pod"`},
 		{[]string{"--container="}, `--container ""`},
+		{[]string{"--readiness-hold-max=-1s"}, "--readiness-hold-max -1s: want 0 (no hold) to 5m0s"},
+		{[]string{"--readiness-hold-max=6m"}, "--readiness-hold-max 6m0s"},
+		{[]string{"--readiness-hold-max=30"}, "invalid value \"30\" for flag -readiness-hold-max"},
 		{[]string{"--sllbr-image=example.org/sllbrd:v1 --evil"}, "--sllbr-image \"example.org/sllbrd:v1 --evil\" contains white space"},
 	} {
 		_, err := parseControllerFlags(tc.args)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
 		}
+	}
+	if c, err := parseControllerFlags([]string{"--readiness-hold-max=0"}); err != nil || c.readinessHoldMax != 0 {
+		t.Errorf("--readiness-hold-max=0 (no hold): %v", err)
 	}
 	if _, err := parseControllerFlags([]string{"--leader-elect=false", "--leader-election-renew-deadline=20s"}); err != nil {
 		t.Errorf("timings are not checked without leader election: %v", err)

@@ -29,6 +29,7 @@ type Controller struct {
 	endpoints  *prometheus.GaugeVec
 	overLimit  *prometheus.GaugeVec
 	skipped    *prometheus.GaugeVec
+	held       *prometheus.GaugeVec
 }
 
 // NewController returns a Controller with the leader gauge at 0.
@@ -59,6 +60,10 @@ func NewController() *Controller {
 			Name: "sllbrd_controller_service_pods_skipped",
 			Help: "Pods a Service selects that are not endpoints, by reason (no or invalid network-status, no address on the Gateway's networks).",
 		}, []string{"service", "reason"}),
+		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sllbrd_controller_service_endpoints_held",
+			Help: "Endpoints of a Service kept ready by the readiness hold: their pod is not ready, with no container restarted, for less than its probe time (as after a kubelet restart).",
+		}, []string{"service"}),
 	}
 }
 
@@ -81,12 +86,19 @@ func (c *Controller) SetService(service string, endpoints, overLimit int, skippe
 	}
 }
 
+// SetServiceHeld records how many endpoints of a Service the readiness hold
+// keeps ready.
+func (c *Controller) SetServiceHeld(service string, held int) {
+	c.held.WithLabelValues(service).Set(float64(held))
+}
+
 // ForgetService drops the series of a Service that is gone or no longer
 // handled.
 func (c *Controller) ForgetService(service string) {
 	c.endpoints.DeleteLabelValues(service)
 	c.overLimit.DeleteLabelValues(service)
 	c.skipped.DeletePartialMatch(prometheus.Labels{"service": service})
+	c.held.DeleteLabelValues(service)
 }
 
 // Describe implements prometheus.Collector.
@@ -104,5 +116,5 @@ func (c *Controller) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (c *Controller) collectors() []prometheus.Collector {
-	return []prometheus.Collector{c.leader, c.reconciles, c.duration, c.endpoints, c.overLimit, c.skipped}
+	return []prometheus.Collector{c.leader, c.reconciles, c.duration, c.endpoints, c.overLimit, c.skipped, c.held}
 }

@@ -24,6 +24,7 @@ func registerAll(t *testing.T, reg prometheus.Registerer) {
 	ctl.SetLeader(true)
 	ctl.ObserveReconcile("Service", ResultSuccess, time.Millisecond)
 	ctl.SetService("service-a", 3, 1, map[string]int{"NoNetworkStatus": 2})
+	ctl.SetServiceHeld("service-a", 1)
 	tgt := NewTarget()
 	tgt.ObserveApply(targetnet.Outcome{Generation: 1, Result: targetnet.Result{Gateways: []targetnet.GatewayResult{{Name: "sllb-a"}}}})
 	tgt.ObserveStatusWrite(nil)

@@ -31,6 +31,8 @@ const (
 	DefaultRenewDeadline     = 10 * time.Second
 	DefaultRetryPeriod       = 2 * time.Second
 	DefaultWorkers           = 2
+	// DefaultReadinessHoldMax caps the readiness hold (endpoints.Hold).
+	DefaultReadinessHoldMax = 30 * time.Second
 	// ReportingController names the controller in its Events.
 	ReportingController = "sllbrd-controller"
 )
@@ -45,6 +47,9 @@ type Metrics interface {
 	// SetService records a Service's endpoints (pods with an identifier),
 	// pods left out past max-endpoints, and selected pods skipped by fault.
 	SetService(service string, endpoints, overLimit int, skipped map[string]int)
+	// SetServiceHeld records how many of a Service's endpoints the
+	// readiness hold keeps ready.
+	SetServiceHeld(service string, held int)
 	ForgetService(service string)
 }
 
@@ -79,6 +84,12 @@ func WithTemplate(configMap string, fallback []byte) Option {
 // key is never reconciled by two workers at once).
 func WithWorkers(n int) Option { return func(c *Controller) { c.workers = n } }
 
+// WithReadinessHold caps the readiness hold (default
+// DefaultReadinessHoldMax; 0 disables it): an endpoint listed ready stays
+// ready while its pod is not ready only for want of a probe result, as
+// after a kubelet restart (endpoints.Hold).
+func WithReadinessHold(max time.Duration) Option { return func(c *Controller) { c.holdMax = max } }
+
 // Controller is the controller of one namespace.
 type Controller struct {
 	namespace         string
@@ -88,6 +99,7 @@ type Controller struct {
 	templateConfigMap string
 	defaultTemplate   []byte
 	workers           int
+	holdMax           time.Duration
 	image             string  // of SLLBR pods whose template names none; "" for none
 	imagePod          *podRef // where image comes from when Run starts
 
@@ -100,6 +112,7 @@ type Controller struct {
 	reconcil map[Kind]func(context.Context, string) error
 	events   *reporter
 	slices   *sliceTracker
+	holds    *holdLog
 
 	synced  atomic.Bool
 	leading atomic.Bool
@@ -118,7 +131,9 @@ func New(cfg *rest.Config, namespace string, opts ...Option) (*Controller, error
 			LeaseDuration: DefaultLeaseDuration, RenewDeadline: DefaultRenewDeadline, RetryPeriod: DefaultRetryPeriod},
 		templateConfigMap: DefaultTemplateConfigMap,
 		workers:           DefaultWorkers,
+		holdMax:           DefaultReadinessHoldMax,
 		slices:            newSliceTracker(),
+		holds:             newHoldLog(),
 		events:            newReporter(),
 	}
 	for _, o := range opts {
@@ -163,6 +178,8 @@ func (c *Controller) checkOptions() error {
 	switch {
 	case c.workers < 1:
 		return fmt.Errorf("controller: %d workers, want at least 1", c.workers)
+	case c.holdMax < 0:
+		return fmt.Errorf("controller: readiness hold cap %v is negative (0 disables the hold)", c.holdMax)
 	case c.templateConfigMap == "":
 		return errors.New("controller: the template ConfigMap name is empty")
 	case strings.ContainsFunc(c.image, unicode.IsSpace):
@@ -237,4 +254,5 @@ type noMetrics struct{}
 func (noMetrics) SetLeader(bool)                                 {}
 func (noMetrics) ObserveReconcile(string, string, time.Duration) {}
 func (noMetrics) SetService(string, int, int, map[string]int)    {}
+func (noMetrics) SetServiceHeld(string, int)                     {}
 func (noMetrics) ForgetService(string)                           {}

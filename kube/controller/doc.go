@@ -46,6 +46,11 @@
 //     from memory: a restart or a new leader finds the same assignment. A
 //     Service whose slices in the cache are older than what this replica
 //     wrote is not reconciled until the cache has caught up.
+//   - The readiness hold (endpoints.Hold, hold.go; WithReadinessHold): an
+//     endpoint listed ready stays ready while its pod is not ready only for
+//     want of a probe result (a kubelet restart), decided from the objects;
+//     the Service is requeued for the moment the hold expires, and a
+//     container restart ends it at once (handlers.go).
 //   - Every write is conditional on the version read (updates carry the
 //     resourceVersion, deletes a UID and resourceVersion precondition,
 //     creates use deterministic names), so a decision made from a stale

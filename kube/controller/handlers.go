@@ -3,6 +3,7 @@ package controller
 import (
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -48,7 +49,7 @@ func (c *Controller) forget(obj any) {
 		c.events.forget(m.GetUID())
 	}
 	if svc, ok := obj.(*corev1.Service); ok {
-		c.metrics.ForgetService(svc.Name)
+		c.forgetService(svc.Name)
 	}
 }
 
@@ -156,21 +157,41 @@ func (c *Controller) onPodEndpoints(old, obj any) []Key {
 }
 
 // endpointRelevantChange reports whether a pod update can change its
-// endpoint: labels, network-status, phase, readiness, deletion or node.
+// endpoint: labels, network-status, phase, readiness, deletion or node, and
+// what ends a readiness hold at once: a container that stops or restarts,
+// the containers' readiness.
 func endpointRelevantChange(a, b *corev1.Pod) bool {
 	return !maps.Equal(a.Labels, b.Labels) ||
 		a.Annotations[kube.AnnotationNetworkStatus] != b.Annotations[kube.AnnotationNetworkStatus] ||
 		a.Status.Phase != b.Status.Phase || podReady(a) != podReady(b) ||
-		(a.DeletionTimestamp == nil) != (b.DeletionTimestamp == nil) || a.Spec.NodeName != b.Spec.NodeName
+		(a.DeletionTimestamp == nil) != (b.DeletionTimestamp == nil) || a.Spec.NodeName != b.Spec.NodeName ||
+		podCondition(a, corev1.ContainersReady) != podCondition(b, corev1.ContainersReady) ||
+		!slices.Equal(containerStarts(a), containerStarts(b))
 }
 
-func podReady(p *corev1.Pod) corev1.ConditionStatus {
+func podReady(p *corev1.Pod) corev1.ConditionStatus { return podCondition(p, corev1.PodReady) }
+
+func podCondition(p *corev1.Pod, typ corev1.PodConditionType) corev1.ConditionStatus {
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
+		if c.Type == typ {
 			return c.Status
 		}
 	}
 	return ""
+}
+
+// containerStarts lists, per container status, its name and when it started
+// running ("" while it does not run).
+func containerStarts(p *corev1.Pod) []string {
+	var out []string
+	for _, s := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
+		started := ""
+		if r := s.State.Running; r != nil {
+			started = r.StartedAt.UTC().Format(time.RFC3339Nano)
+		}
+		out = append(out, s.Name+"@"+started)
+	}
+	return out
 }
 
 func (c *Controller) onEndpointSlice(old, obj any) []Key {

@@ -45,7 +45,7 @@ func (c *Controller) reconcileService(ctx context.Context, name string) error {
 	}
 	svc, err := c.inf.services.Get(name)
 	if apierrors.IsNotFound(err) {
-		c.metrics.ForgetService(name)
+		c.forgetService(name)
 		return c.writeSlices(ctx, name, endpoints.Plan{Delete: existing})
 	}
 	if err != nil {
@@ -57,7 +57,7 @@ func (c *Controller) reconcileService(ctx context.Context, name string) error {
 	}
 	sel := podSelector(svc)
 	if gw == nil || sel == nil {
-		c.metrics.ForgetService(name)
+		c.forgetService(name)
 		return c.writeSlices(ctx, name, endpoints.Plan{Delete: existing})
 	}
 	maxEndpoints, err := translate.MaxEndpoints(svc)
@@ -68,6 +68,7 @@ func (c *Controller) reconcileService(ctx context.Context, name string) error {
 	c.events.resolved(svc, ReasonInvalidService)
 	pods, _ := c.inf.pods.List(sel)
 	cands, skipped := endpoints.Candidates(pods, *gw)
+	c.holdReadiness(name, cands, existing)
 	assigned := identifiers.Assign(maxEndpoints, endpoints.Identify(cands), endpoints.Claims(existing))
 	var eps []endpoints.Endpoint
 	for _, cand := range cands {

@@ -69,13 +69,16 @@ func TestSliceTracker(t *testing.T) {
 func TestEndpointRelevantChange(t *testing.T) {
 	base := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "a"}, Annotations: map[string]string{kube.AnnotationNetworkStatus: "[]"}},
-		Status:     corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{
+				Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}}}}},
 	}
 	same := base.DeepCopy()
 	same.Annotations["other"] = "x"
-	same.Status.Conditions = append(same.Status.Conditions, corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionFalse})
+	same.Status.Conditions = append(same.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse})
+	same.Status.ContainerStatuses[0].Ready = true // the pod's Ready condition says it
 	if endpointRelevantChange(base, same) {
-		t.Error("an unrelated annotation or condition counts as a change")
+		t.Error("an unrelated annotation, condition or container field counts as a change")
 	}
 	for name, edit := range map[string]func(*corev1.Pod){
 		"labels":         func(p *corev1.Pod) { p.Labels["app"] = "b" },
@@ -84,6 +87,16 @@ func TestEndpointRelevantChange(t *testing.T) {
 		"readiness":      func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse },
 		"deletion":       func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{} },
 		"node":           func(p *corev1.Pod) { p.Spec.NodeName = "n1" },
+		// They end a readiness hold at once.
+		"containers' readiness": func(p *corev1.Pod) {
+			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionFalse})
+		},
+		"a container restart": func(p *corev1.Pod) {
+			p.Status.ContainerStatuses[0].State.Running.StartedAt = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC))
+		},
+		"a container that stops": func(p *corev1.Pod) {
+			p.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}
+		},
 	} {
 		p := base.DeepCopy()
 		edit(p)

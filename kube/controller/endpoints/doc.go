@@ -17,6 +17,12 @@
 //     not being deleted; serving = its Ready condition; terminating = it is
 //     being deleted. A pod being deleted stays listed until the object is
 //     gone.
+//   - The readiness hold (Hold, hold.go): an endpoint its slices list ready
+//     stays ready (and serving) while its pod is not ready only for want of
+//     a probe result, as after a kubelet restart: Ready False since T, no
+//     container restarted since T, now < T + the pod's longest readiness
+//     probe time + HoldMargin (at most the cap). Decided from the pod and
+//     the slices alone, never from memory.
 //   - One slice per address family, named <service>-ipv4 and <service>-ipv6
 //     (<service>-ipv4-2 and so on when a family has more than
 //     MaxEndpointsPerSlice endpoints; an endpoint stays in the slice it is

@@ -14,6 +14,7 @@ type Candidate struct {
 	Addrs Addresses
 	// Ready: the Ready condition is true and the pod is not being deleted;
 	// Serving: the Ready condition; Terminating: the pod is being deleted.
+	// Hold.Apply sets Ready and Serving of the pods it holds.
 	Ready, Serving, Terminating bool
 }
 
@@ -52,12 +53,8 @@ func Candidates(pods []*corev1.Pod, gw model.Gateway) ([]Candidate, []Skipped) {
 }
 
 func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	c := condition(p, corev1.PodReady)
+	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 // Identify returns the pods of cands as identifiers.Pod values.
