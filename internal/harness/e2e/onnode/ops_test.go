@@ -364,7 +364,7 @@ func (e *env) phaseExec(base map[lab.Flow]string) {
 			if err := json.Unmarshal([]byte(js), &s); err != nil {
 				e.t.Fatalf("%s: explain: %v: %s", p.Name, err, js)
 			}
-			if s.Verdict != "accept" || s.Route == nil || s.Route.Name != "vips-sctp-6000" || s.Endpoint == nil || addrOf[s.Endpoint.Address] == "" {
+			if s.Verdict != "accept" || s.Route == nil || s.Route.Name != ns+"/vips-sctp-6000" || s.Endpoint == nil || addrOf[s.Endpoint.Address] == "" {
 				e.t.Errorf("%s: explain sctp %s %s: %s", p.Name, src, dst, js)
 			}
 		}
