@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,13 +86,14 @@ func newEnv(t *testing.T) *env {
 	}
 	t0 = time.Now()
 	if n, err := node.Open(dirs, t); err == nil && n.Check(ctx) == nil {
-		t.Logf("using the node that is up in %s (make node-up); it stays up", dirs.State)
+		t.Logf("using the node that is up in %s (make node-up); it stays up, without what the test applies", dirs.State)
 		for _, im := range []node.Image{e.images.sllbrd, e.images.responder} {
 			if err := n.ImportImage(ctx, im); err != nil {
 				t.Fatal(err)
 			}
 		}
 		e.node = n
+		t.Cleanup(e.deleteApplied)
 	} else {
 		t.Cleanup(func() {
 			if err := node.Down(context.Background(), dirs, t); err != nil {
@@ -146,6 +148,31 @@ func (e *env) attachLab() {
 	if e.bird, err = l.StartBIRD(e.ctx, cfg); err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// deleteApplied deletes what the test applied, newest first, and gives the
+// kubelet back sllbrd's sysctls: a node the test did not bring up stays up
+// as the test found it.
+func (e *env) deleteApplied() {
+	if !slices.Equal(e.node.AllowedUnsafeSysctls(), node.SLLBRSysctls) {
+		if err := e.node.SetUnsafeSysctls(context.Background(), true); err != nil {
+			e.t.Errorf("cleanup: %v", err)
+		}
+	}
+	for _, args := range [][]string{
+		{"delete", "-k", filepath.Join(e.dir, "app")},
+		{"delete", "-f", filepath.Join(e.dir, "routes.yaml")},
+		{"delete", "-f", filepath.Join(e.repo, "deploy", "examples")},
+		{"delete", "-k", filepath.Join(e.dir, "deploy")},
+	} {
+		if _, err := os.Stat(args[2]); err != nil {
+			continue // not applied
+		}
+		if _, err := e.tryRun(e.kubectl, append(args, "--ignore-not-found", "--wait=true", "--timeout=2m")...); err != nil {
+			e.t.Errorf("cleanup: %v", err)
+		}
+	}
+	e.deleteFailedPods()
 }
 
 // run runs a program and returns its standard output; failures end the
