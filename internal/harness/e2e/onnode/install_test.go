@@ -20,7 +20,8 @@ import (
 // imageOverride is a kustomize images entry that puts the image this run
 // built where deploy/ names the release.
 func (e *env) imageOverride() string {
-	name, tag, _ := strings.Cut(e.images.sllbrd.Ref, ":")
+	i := strings.LastIndexByte(e.images.sllbrd.Ref, ':')
+	name, tag := e.images.sllbrd.Ref[:i], e.images.sllbrd.Ref[i+1:]
 	return fmt.Sprintf("images:\n- name: ghcr.io/sllbrd/sllbrd\n  newName: %s\n  newTag: %q\n", name, tag)
 }
 
