@@ -84,7 +84,9 @@ func TestNothingBeforeFirstConfiguration(t *testing.T) {
 		t.Fatalf("status %+v reason %q", s, s.Reason())
 	}
 	l.SetState(gen(1), time.Now())
-	wait(t, r, func() bool { _, n := r.last(); return n == 1 })
+	// The loop records the apply's outcome after the apply returns: wait
+	// for both.
+	wait(t, r, func() bool { _, n := r.last(); return n == 1 && l.Status().Applied == 1 })
 	if d, _ := r.last(); len(d.Gateways) != 1 {
 		t.Errorf("first apply lacks the gateways set earlier: %+v", d)
 	}
