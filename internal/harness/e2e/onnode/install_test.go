@@ -47,7 +47,13 @@ func (e *env) installDeploy() {
 	}
 	start := time.Now()
 	e.k(append([]string{"apply", "--server-side"}, flagFiles(crds)...)...)
-	e.k("wait", "--for=condition=Established", "--timeout=60s", "crd/gateways.gateway.networking.k8s.io", "crd/gatewayclasses.gateway.networking.k8s.io")
+	// kubectl wait fails instead of waiting while a new CRD has no status
+	// conditions yet: ask again.
+	e.waitFor(time.Minute, "the Gateway API CRDs Established", func() (bool, string) {
+		_, err := e.tryRun(e.kubectl, "wait", "--for=condition=Established", "--timeout=10s",
+			"crd/gateways.gateway.networking.k8s.io", "crd/gatewayclasses.gateway.networking.k8s.io")
+		return err == nil, fmt.Sprint(err)
+	})
 	overlay := e.writeFile("deploy/kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"+
 		"resources:\n- "+e.relRepo("deploy")+"\n"+e.imageOverride())
 	e.t.Logf("kubectl apply -k of an overlay of deploy/:\n%s", readFile(e.t, overlay))
