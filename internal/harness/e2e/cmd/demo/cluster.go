@@ -68,11 +68,22 @@ func runScenario(ctx context.Context, what, test, pkg string) error {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		if line := sc.Text(); !clientGoLog.MatchString(line) {
-			fmt.Println("    " + testLogPrefix.ReplaceAllString(strings.TrimSpace(line), ""))
+			fmt.Println("    " + narrative(line))
 		}
 	}
 	if err := cmd.Wait(); err != nil {
 		return fmt.Errorf("the scenario failed (its log is above): %w", err)
 	}
 	return nil
+}
+
+// narrative is a line of `go test -v` without the test log's indentation
+// and file:line prefix; a continuation line of a multi-line log entry
+// keeps its own indentation (YAML the test prints).
+func narrative(line string) string {
+	line = strings.TrimPrefix(line, "    ")
+	if testLogPrefix.MatchString(line) {
+		return testLogPrefix.ReplaceAllString(line, "")
+	}
+	return strings.TrimPrefix(line, "    ")
 }
