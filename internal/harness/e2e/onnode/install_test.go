@@ -8,7 +8,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -135,20 +134,18 @@ func (e *env) pods(sel map[string]string) []corev1.Pod {
 
 // leader returns the pod name of the controller replica holding the Lease.
 func (e *env) leader() (string, error) {
-	l, err := e.kube.CoordinationV1().Leases(ns).Get(e.ctx, controllerName, metav1.GetOptions{})
-	if err != nil {
-		return "", err
-	}
-	return leaseHolderPod(l), nil
+	id, err := e.leaderIdentity()
+	pod, _, _ := strings.Cut(id, "_") // the identity is hostname_uuid
+	return pod, err
 }
 
-// leaseHolderPod is the pod part of the holder identity (hostname_suffix).
-func leaseHolderPod(l *coordinationv1.Lease) string {
-	if l.Spec.HolderIdentity == nil {
-		return ""
+// leaderIdentity is the Lease's holder: one controller process.
+func (e *env) leaderIdentity() (string, error) {
+	l, err := e.kube.CoordinationV1().Leases(ns).Get(e.ctx, controllerName, metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil {
+		return "", err
 	}
-	pod, _, _ := strings.Cut(*l.Spec.HolderIdentity, "_")
-	return pod
+	return *l.Spec.HolderIdentity, nil
 }
 
 // sllbrSelector selects the SLLBR pods of the Gateway (the labels the

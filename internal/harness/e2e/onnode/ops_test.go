@@ -202,13 +202,16 @@ func (e *env) phaseRolloutRestarts() {
 }
 
 // phaseLeaderKilled: the leading controller's process is killed (SIGKILL:
-// it releases nothing). The standby takes the Lease, and no EndpointSlice
-// or application pod annotation is rewritten.
+// it releases nothing). Once the Lease expires another controller process
+// takes it: the standby, or the killed one's container restarted by the
+// kubelet, whichever campaigns first. No EndpointSlice or application pod
+// annotation is rewritten.
 func (e *env) phaseLeaderKilled() {
-	leader, err := e.leader()
-	if err != nil || leader == "" {
+	killed, err := e.leaderIdentity()
+	if err != nil || killed == "" {
 		e.t.Fatalf("no leader: %v", err)
 	}
+	leader, _, _ := strings.Cut(killed, "_")
 	var pod corev1.Pod
 	for _, p := range e.pods(map[string]string{"app.kubernetes.io/name": controllerName}) {
 		if p.Name == leader {
@@ -224,11 +227,16 @@ func (e *env) phaseLeaderKilled() {
 	if err := syscall.Kill(e.containerPID(pod, "controller"), syscall.SIGKILL); err != nil {
 		e.t.Fatal(err)
 	}
-	took := e.waitFor(time.Minute, "the standby leads", func() (bool, string) {
-		l, err := e.leader()
-		return err == nil && l != "" && l != leader, fmt.Sprint(l, err)
+	var now string
+	took := e.waitFor(time.Minute, "another controller process leads", func() (bool, string) {
+		now, err = e.leaderIdentity()
+		return err == nil && now != "" && now != killed, fmt.Sprint(now, err)
 	})
-	e.record("leader controller killed: the standby leads", took)
+	who := "the standby"
+	if strings.HasPrefix(now, leader+"_") {
+		who = "the killed pod's restarted container"
+	}
+	e.record("leader controller killed: "+who+" leads", took)
 	e.waitFor(2*time.Minute, "the killed controller restarts", func() (bool, string) { return e.deploymentReady(controllerName) })
 	// The new leader has synced and reconciled everything by now.
 	time.Sleep(5 * time.Second)
