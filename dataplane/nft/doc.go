@@ -80,7 +80,9 @@
 // its expressions), and new or removed sets, chains and counters, in an
 // order the kernel accepts (references resolve when added; nothing is
 // deleted while referenced). Programming the same Config twice writes
-// nothing; restarts are idempotent. When nothing but entries of entry
+// nothing; restarts are idempotent. When queueing a transaction fails
+// part-way, what was queued is discarded uncommitted (discard.go): the
+// next transaction on the connection holds only its own operations. When nothing but entries of entry
 // maps differs (an endpoint became ready or not ready) and the Programmer
 // has an EntryConn (WithEntryConn), that transaction is encoded by this
 // package into one buffer and sent in one datagram (entries.go: the wire

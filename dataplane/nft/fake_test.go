@@ -26,6 +26,17 @@ type fakeConn struct {
 	gen        uint32
 	reads      int // state reads (list calls) so far
 	entryTxs   int // transactions committed through CommitEntries
+
+	// failQueue makes the queueing calls that can fail (AddSet,
+	// SetAddElements, SetDeleteElements; google/nftables fails them when
+	// it cannot encode an element) return the error it returns for op,
+	// without queueing. Like google/nftables the conn keeps the first
+	// such error (queueErr): its next Flush returns it and commits
+	// nothing; with forgetQueueErr it does not, as another Conn may not,
+	// and its next Flush commits whatever is queued.
+	failQueue      func(op string) error
+	forgetQueueErr bool
+	queueErr       error
 }
 
 type fakeTable struct {
@@ -41,6 +52,19 @@ type fakeSet struct {
 }
 
 func newFakeConn() *fakeConn { return &fakeConn{state: map[string]*fakeTable{}, gen: 1} }
+
+// queueFailure returns failQueue's error for op, keeping it as queueErr
+// unless forgetQueueErr.
+func (f *fakeConn) queueFailure(op string) error {
+	if f.failQueue == nil {
+		return nil
+	}
+	err := f.failQueue(op)
+	if err != nil && f.queueErr == nil && !f.forgetQueueErr {
+		f.queueErr = err
+	}
+	return err
+}
 
 func (f *fakeConn) queue(op string, fn func(map[string]*fakeTable) error) {
 	f.pending = append(f.pending, func(s map[string]*fakeTable) error {
@@ -184,6 +208,9 @@ func (f *fakeConn) DelChain(c *nftables.Chain) {
 }
 
 func (f *fakeConn) AddSet(set *nftables.Set, vals []nftables.SetElement) error {
+	if err := f.queueFailure("AddSet"); err != nil {
+		return err
+	}
 	f.queue("AddSet", func(s map[string]*fakeTable) error {
 		t := s[set.Table.Name]
 		if t.sets[set.Name] != nil {
@@ -245,6 +272,9 @@ func (f *fakeConn) DelSet(set *nftables.Set) {
 }
 
 func (f *fakeConn) SetAddElements(set *nftables.Set, vals []nftables.SetElement) error {
+	if err := f.queueFailure("SetAddElements"); err != nil {
+		return err
+	}
 	f.queue("SetAddElements", func(s map[string]*fakeTable) error {
 		return addElems(s[set.Table.Name], set.Name, vals)
 	})
@@ -252,6 +282,9 @@ func (f *fakeConn) SetAddElements(set *nftables.Set, vals []nftables.SetElement)
 }
 
 func (f *fakeConn) SetDeleteElements(set *nftables.Set, vals []nftables.SetElement) error {
+	if err := f.queueFailure("SetDeleteElements"); err != nil {
+		return err
+	}
 	f.queue("SetDeleteElements", func(s map[string]*fakeTable) error {
 		fs := s[set.Table.Name].sets[set.Name]
 		if fs == nil {
@@ -320,6 +353,10 @@ func (f *fakeConn) Flush() error { return f.FlushWithGenID(0) }
 func (f *fakeConn) FlushWithGenID(gen uint32) error {
 	pending := f.pending
 	f.pending, f.ops = nil, nil
+	if err := f.queueErr; err != nil {
+		f.queueErr = nil
+		return err
+	}
 	if err := f.flushErr; err != nil {
 		f.flushErr = nil
 		return err

@@ -32,7 +32,14 @@ func ProbeKernelPath(c Conn) (maxPayloadOffset int, err error) {
 	return 0, fmt.Errorf("the kernel refuses the kernel path's rules (jhash, data and verdict maps, counter objects): %v", errs)
 }
 
+// tryKernelPath commits the probe's transaction; a failure while queueing
+// it discards what was queued (discard), so that the next try starts from
+// an empty queue.
 func tryKernelPath(c Conn, offset uint32) error {
+	gen, err := c.GetGen()
+	if err != nil {
+		return fmt.Errorf("read the ruleset generation: %w", err)
+	}
 	t := &nftables.Table{Name: probeTableName, Family: nftables.TableFamilyINet}
 	c.AddTable(t)
 	c.AddObj(counterObj(t, "probe"))
@@ -43,7 +50,8 @@ func tryKernelPath(c Conn, offset uint32) error {
 	marks := &Set{Name: "probe-marks", Kind: MarkMap, Goto: map[uint32]string{1: target.Name}}
 	for _, s := range []*Set{entries, marks} {
 		if err := c.AddSet(s.nftSet(t), s.elements()); err != nil {
-			return err
+			discard(c, gen.ID)
+			return fmt.Errorf("add set %s: %w", s.Name, err)
 		}
 	}
 	c.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: []expr.Any{

@@ -120,6 +120,7 @@ func (p *Programmer) Program(cfg Config) error {
 	ops, err := p.queue(want, current, fits)
 	if err != nil {
 		p.cache = nil
+		discard(p.conn, gen.ID)
 		return fmt.Errorf("table inet %s: %w", p.table, err)
 	}
 	if ops == 0 {
