@@ -64,6 +64,9 @@
 // Like the kernel's, it reads all but the last 12 bytes of the key in the
 // CPU's byte order: instances on machines of the same byte order agree
 // (every 64-bit architecture sllbrd is built for is little-endian).
+// testdata/kernel-jhash.txt holds values the kernel's nftables jhash
+// computed at every flow key length (8, 16, 20, 40, 44 bytes), which a
+// unit test checks JHash against; a root test re-derives them.
 //
 // Neither allocates, and neither is a cryptographic hash or resistant to
 // hash flooding: the seeds are public so that all instances agree.
