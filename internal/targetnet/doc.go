@@ -21,7 +21,9 @@
 //
 // Promises:
 //   - Ownership: an address is ours only if it carries IFA_PROTO Protocol
-//     (kernel 5.18 or later); a rule only if it is a plain "from PREFIX
+//     (kernel 5.18 or later, which NewNetlinkKernel checks with
+//     ProbeAddressProtocol: older kernels drop the attribute silently and
+//     are refused with a clear error); a rule only if it is a plain "from PREFIX
 //     lookup TABLE" at RulePriority into our table range, or a plain "from
 //     PREFIX blackhole" at DropRulePriority, with protocol Protocol; every route in our table range is ours. Apply changes
 //     nothing else: foreign configuration in the way (a VIP address without

@@ -19,6 +19,9 @@ type fakeKernel struct {
 	neighs []string // "ifindex/addr" flushed
 	ops    []string
 	fail   func(op string) error // injected failure per operation
+	// dropsProtocol makes it a kernel before 5.18: it accepts IFA_PROTO
+	// and keeps addresses without it.
+	dropsProtocol bool
 }
 
 // newFakeKernel is a pod: lo (1) with 127.0.0.1, net1 (2) on the Gateway's
@@ -85,6 +88,9 @@ func (f *fakeKernel) AddAddress(a Address) error {
 	}
 	if slices.ContainsFunc(f.addrs, func(o Address) bool { return o.LinkIndex == a.LinkIndex && o.Prefix == a.Prefix }) {
 		return errors.New("EEXIST")
+	}
+	if f.dropsProtocol {
+		a.Protocol = 0
 	}
 	f.addrs = append(f.addrs, a)
 	return nil

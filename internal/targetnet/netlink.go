@@ -21,7 +21,8 @@ type NetlinkKernel struct {
 var _ Kernel = (*NetlinkKernel)(nil)
 
 // NewNetlinkKernel opens rtnetlink sockets in the network namespace netnsFD
-// (0: the caller's, as in a pod).
+// (0: the caller's, as in a pod) and checks that the kernel keeps
+// IFA_PROTO (ProbeAddressProtocol): it fails on a kernel that does not.
 func NewNetlinkKernel(netnsFD int) (*NetlinkKernel, error) {
 	cfg := &netlink.Config{NetNS: netnsFD}
 	rt, err := rtnetlink.Dial(cfg)
@@ -33,7 +34,12 @@ func NewNetlinkKernel(netnsFD int) (*NetlinkKernel, error) {
 		rt.Close()
 		return nil, fmt.Errorf("dial netlink route: %w", err)
 	}
-	return &NetlinkKernel{rt: rt, raw: raw}, nil
+	k := &NetlinkKernel{rt: rt, raw: raw}
+	if err := ProbeAddressProtocol(k); err != nil {
+		_ = k.Close()
+		return nil, err
+	}
+	return k, nil
 }
 
 // Close closes the sockets.
