@@ -20,7 +20,10 @@
 //     VIPs, the addresses of its ready SLLBR pods and a routing table kept
 //     for the Gateway's life on the pod; only when it changes, by a merge
 //     patch conditional on the resourceVersion read, removed when no
-//     Gateway is left.
+//     Gateway is left. What the target would refuse is left out
+//     (target.Admit: one Gateway's fault never stops the pod's others) and
+//     said on the pod (TargetNetworkPartial) and on each L34Route concerned
+//     (TargetsConfigured, targets_leftout.go).
 //
 // Ownership: a Gateway is owned when its GatewayClass has spec.controllerName
 // kube.ControllerName, or when its gatewayClassName is that string itself

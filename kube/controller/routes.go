@@ -19,7 +19,9 @@ import (
 )
 
 // reconcileL34Route writes the route's status.parents entries for the owned
-// Gateways it names, and removes the controller's other entries.
+// Gateways it names (Accepted, ResolvedRefs, and TargetsConfigured: what
+// of the route is left out of target pods' configurations), and removes
+// the controller's other entries.
 func (c *Controller) reconcileL34Route(ctx context.Context, name string) error {
 	obj, err := getCustom(c.inf.routes, c.namespace, name)
 	if apierrors.IsNotFound(err) {
@@ -30,6 +32,7 @@ func (c *Controller) reconcileL34Route(ctx context.Context, name string) error {
 	}
 	r := obj.(*v1alpha1.L34Route)
 	svcs, _ := c.inf.services.List(labels.Everything())
+	view := c.newTargetView()
 	var want []gatewayv1.RouteParentStatus
 	for _, p := range r.Spec.ParentRefs {
 		gw := c.ownedParent(p, r.Namespace)
@@ -37,9 +40,11 @@ func (c *Controller) reconcileL34Route(ctx context.Context, name string) error {
 			continue
 		}
 		_, problems, _ := translate.Translate(translate.Snapshot{Gateway: gw, Routes: []*v1alpha1.L34Route{r}, Services: svcs})
+		mine := problemsOf(problems, translate.KindL34Route, r.Name)
+		targets := status.RouteTargetsCondition(r, len(mine) == 0, c.routeLeftOut(view, r, gw.Name))
 		want = append(want, gatewayv1.RouteParentStatus{
 			ParentRef:  p,
-			Conditions: status.RouteParentConditions(r, problemsOf(problems, translate.KindL34Route, r.Name)),
+			Conditions: append(status.RouteParentConditions(r, mine), targets),
 		})
 	}
 	next := r.DeepCopy()

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/netip"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,21 +13,29 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sllbrd/sllbrd/kube"
-	"github.com/sllbrd/sllbrd/kube/api/v1alpha1"
 	"github.com/sllbrd/sllbrd/kube/controller/endpoints"
 	"github.com/sllbrd/sllbrd/kube/target"
-	"github.com/sllbrd/sllbrd/kube/translate"
 	"github.com/sllbrd/sllbrd/model"
 )
 
-// ReasonTargetNetworkNotWritten is the Event reason on a pod whose
-// network configuration cannot be written (more Gateways than tables).
-const ReasonTargetNetworkNotWritten = "TargetNetworkNotWritten"
+// Event reasons on target pods.
+const (
+	// ReasonTargetNetworkNotWritten: what the controller computed fails
+	// the target's own check (target.Desired.Validate), so nothing is
+	// written; Admit makes this a bug to report.
+	ReasonTargetNetworkNotWritten = "TargetNetworkNotWritten"
+	// ReasonTargetNetworkPartial: parts of the pod's configuration are
+	// left out (target.Admit); the note lists what and why.
+	ReasonTargetNetworkPartial = "TargetNetworkPartial"
+)
 
 // reconcilePod writes the desired network configuration of a pod
 // (kube.AnnotationTargetNetwork) from the Services that select it: per
 // owned Gateway its VIPs, the addresses of its ready SLLBR pods and a
-// routing table; the annotation is removed when no Gateway is left.
+// routing table; the annotation is removed when no Gateway is left. What
+// the target would refuse is left out (target.Admit), reported on the pod
+// and on the L34Routes concerned (TargetsConfigured), and the rest is
+// written; the value is checked with the target's own check last.
 func (c *Controller) reconcilePod(ctx context.Context, name string) error {
 	pod, err := c.inf.pods.Get(name)
 	if apierrors.IsNotFound(err) {
@@ -39,11 +45,15 @@ func (c *Controller) reconcilePod(ctx context.Context, name string) error {
 		return err
 	}
 	current := pod.Annotations[kube.AnnotationTargetNetwork]
-	want, err := c.podNetwork(pod, current)
+	want, leftOut, err := c.podNetwork(c.newTargetView(), pod, current)
 	if err != nil {
 		return err
 	}
+	c.reportLeftOut(pod, leftOut)
 	value, changed, err := target.Next(current, want)
+	if err == nil && value != "" {
+		_, err = target.ParseDesired(value)
+	}
 	if err != nil {
 		c.events.warn(pod, ReasonTargetNetworkNotWritten, err.Error())
 		return nil
@@ -55,16 +65,25 @@ func (c *Controller) reconcilePod(ctx context.Context, name string) error {
 	return c.patchTargetNetwork(ctx, pod, value)
 }
 
-// podNetwork returns the Gateways the pod is a target of, tables unset.
-// A Gateway whose annotations are invalid, or whose class is unknown,
-// keeps the entry the pod has (a typo must not take the VIPs away).
-func (c *Controller) podNetwork(pod *corev1.Pod, current string) ([]target.Gateway, error) {
+// podNetwork returns the Gateways of the pod's configuration, tables
+// unset, and what target.Admit leaves out of it.
+func (c *Controller) podNetwork(v *targetView, pod *corev1.Pod, current string) ([]target.Gateway, []target.Rejection, error) {
+	cands, err := c.podCandidates(v, pod, current)
+	if err != nil {
+		return nil, nil, err
+	}
+	gws, leftOut := target.Admit(current, cands)
+	return gws, leftOut, nil
+}
+
+// podCandidates returns the entries of the Gateways the pod is a target
+// of, with the route of each VIP. A Gateway whose annotations are invalid,
+// or whose class is unknown, keeps the entry the pod has (a typo must not
+// take the VIPs away).
+func (c *Controller) podCandidates(v *targetView, pod *corev1.Pod, current string) ([]target.Candidate, error) {
 	cur, _ := target.ParseDesired(current)
-	byName := map[string]*target.Gateway{}
-	states := map[string]*model.State{} // each Gateway translated once
-	svcs, _ := c.inf.services.List(labels.Everything())
-	slices.SortFunc(svcs, func(a, b *corev1.Service) int { return strings.Compare(a.Name, b.Name) })
-	for _, svc := range svcs {
+	byName := map[string]*target.Candidate{}
+	for _, svc := range v.svcs {
 		gwName := svc.Labels[kube.LabelServiceProxyName]
 		sel := podSelector(svc)
 		if gwName == "" || sel == nil || !sel.Matches(labels.Set(pod.Labels)) {
@@ -76,7 +95,7 @@ func (c *Controller) podNetwork(pod *corev1.Pod, current string) ([]target.Gatew
 			return nil, err
 		case keep:
 			if i := slices.IndexFunc(cur.Gateways, func(g target.Gateway) bool { return g.Name == gwName }); i >= 0 {
-				byName[gwName] = &cur.Gateways[i] // left as it is
+				byName[gwName] = keptCandidate(cur.Gateways[i]) // left as it is
 			}
 			continue
 		case gw == nil:
@@ -85,47 +104,18 @@ func (c *Controller) podNetwork(pod *corev1.Pod, current string) ([]target.Gatew
 		if cands, _ := endpoints.Candidates([]*corev1.Pod{pod}, *gw); len(cands) == 0 {
 			continue // no address on the Gateway's networks, or finished
 		}
-		if _, done := states[gwName]; !done {
-			states[gwName] = c.translateGateway(gwName, svcs)
-		}
 		entry := byName[gwName]
 		if entry == nil {
-			entry = &target.Gateway{Name: gwName, Subnets: gw.Subnets, NextHops: c.sllbrNextHops(*gw)}
+			entry = &target.Candidate{Name: gwName, Subnets: gw.Subnets, NextHops: c.sllbrNextHops(*gw)}
 			byName[gwName] = entry
 		}
-		entry.VIPs = append(entry.VIPs, serviceVIPs(states[gwName], svc.Name)...)
+		entry.Claims = append(entry.Claims, v.serviceClaims(c, gwName, svc.Name)...)
 	}
-	var out []target.Gateway
+	out := make([]target.Candidate, 0, len(byName))
 	for _, g := range byName {
-		if len(g.VIPs) > 0 {
-			out = append(out, *g)
-		}
+		out = append(out, *g)
 	}
 	return out, nil
-}
-
-// translateGateway translates a Gateway's routes (nil when it is gone).
-func (c *Controller) translateGateway(name string, svcs []*corev1.Service) *model.State {
-	gw, err := c.inf.gateways.Get(name)
-	if err != nil {
-		return nil
-	}
-	state, _, _ := translate.Translate(translate.Snapshot{Gateway: gw, Routes: listCustom[*v1alpha1.L34Route](c.inf.routes), Services: svcs})
-	return state
-}
-
-// serviceVIPs returns the destinations of the accepted routes to service.
-func serviceVIPs(state *model.State, service string) []netip.Prefix {
-	if state == nil {
-		return nil
-	}
-	var out []netip.Prefix
-	for _, r := range state.Routes {
-		if r.Service == service {
-			out = append(out, r.Destinations...)
-		}
-	}
-	return out
 }
 
 // sllbrNextHops returns the addresses, on the Gateway's networks, of its

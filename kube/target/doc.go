@@ -11,6 +11,14 @@
 //     a Gateway's table for its whole life on the pod, gives a new one the
 //     lowest free table of targetnet.TableMin..TableMax, and increases the
 //     generation only when the content changes.
+//   - Desired.Validate is the one check of a configuration, on both sides:
+//     ParseDesired (the agent) applies nothing that fails it, and the
+//     controller writes nothing that fails it. Admit is how the controller
+//     gets there: from each Gateway's Candidate entry (its VIPs with the
+//     L34Route and creation time of each) it keeps what passes together and
+//     returns the rest as Rejections naming the objects (a VIP of two
+//     Gateways stays with the oldest route; past a limit, the youngest
+//     routes or newest Gateways go; an entry that fails alone goes whole).
 //   - kube.AnnotationTargetNetworkStatus
 //     (meridio-experiment/target-network-status), written by the agent:
 //     Status, the generation applied and what the kernel holds, conflicts

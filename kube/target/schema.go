@@ -92,8 +92,8 @@ type Status struct {
 	Errors    []string        `json:"errors,omitempty"`
 }
 
-// ParseDesired reads an annotation value and checks it completely; on
-// error nothing of it may be applied.
+// ParseDesired reads an annotation value and checks it completely
+// (Validate); on error nothing of it may be applied.
 func ParseDesired(s string) (Desired, error) {
 	var d Desired
 	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
@@ -107,13 +107,7 @@ func ParseDesired(s string) (Desired, error) {
 	if d.Version != SchemaVersion {
 		return Desired{}, fmt.Errorf("version %d: this sllbrd reads version %d", d.Version, SchemaVersion)
 	}
-	for _, g := range d.Gateways {
-		if slices.ContainsFunc(g.NextHops.IPv4, func(a netip.Addr) bool { return !a.Is4() }) ||
-			slices.ContainsFunc(g.NextHops.IPv6, func(a netip.Addr) bool { return !a.Is6() || a.Is4In6() }) {
-			return Desired{}, fmt.Errorf("gateway %q: a next hop is listed under the other family", g.Name)
-		}
-	}
-	if err := d.Net().Validate(); err != nil {
+	if err := d.Validate(); err != nil {
 		return Desired{}, err
 	}
 	return d, nil

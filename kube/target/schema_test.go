@@ -1,12 +1,14 @@
 package target
 
 import (
+	"encoding/json"
 	"errors"
 	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/sllbrd/sllbrd/internal/targetnet"
+	"github.com/sllbrd/sllbrd/model/vip"
 )
 
 func gw(name string, vips ...string) Gateway {
@@ -96,7 +98,11 @@ func TestParseDesiredRefuses(t *testing.T) {
 		{"trailing data", example + "{}", "data after"},
 		{"family mix-up", strings.Replace(example, `"ipv6":["fd00:111::1"]`, `"ipv6":["169.111.100.3"]`, 1), "other family"},
 		{"table outside", strings.Replace(example, "50000", "100", 1), "table 100 outside"},
-		{"VIP not a host", strings.Replace(example, "20.0.0.1/32", "20.0.0.0/24", 1), "host prefix"},
+		{"VIP not a host", strings.Replace(example, "20.0.0.1/32", "20.0.0.0/24", 1), "must be an IPv4 /32 or IPv6 /128"},
+		{"loopback VIP", strings.Replace(example, "20.0.0.1/32", "127.0.0.1/32", 1), "127.0.0.1/32 is a loopback address"},
+		{"unspecified VIP", strings.Replace(example, "2001:db8::1/128", "::/128", 1), "::/128 is an unspecified address"},
+		{"multicast VIP", strings.Replace(example, "20.0.0.1/32", "239.1.1.1/32", 1), "239.1.1.1/32 is a multicast address"},
+		{"link-local VIP", strings.Replace(example, "2001:db8::1/128", "fe80::1/128", 1), "fe80::1/128 is a link-local address"},
 		{"bad address", strings.Replace(example, "169.111.100.1", "169.111.100.300", 1), "not a target network configuration"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -123,5 +129,27 @@ func TestStatusOf(t *testing.T) {
 	}
 	if back, err := ParseStatus(s.Marshal()); err != nil || back.Errors[0] != "one" || back.Conflicts[0] != "c" {
 		t.Errorf("round trip %+v %v", back, err)
+	}
+}
+
+// TestValidateIsTheSharedRule shows that what the target reads is held to
+// model/vip, the rule of the CRD and of translation, beyond what the
+// applier (targetnet) checks: a link-local or "this network" VIP passes
+// targetnet but not ParseDesired, with the message vip.Check gives.
+func TestValidateIsTheSharedRule(t *testing.T) {
+	for _, v := range []string{"169.254.10.1/32", "0.1.2.3/32", "255.255.255.255/32"} {
+		value := strings.Replace(example, "20.0.0.1/32", v, 1)
+		var d Desired
+		if err := json.Unmarshal([]byte(value), &d); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Net().Validate(); err != nil {
+			t.Fatalf("%s: targetnet refuses it itself (%v): pick another example", v, err)
+		}
+		want := vip.Check(netip.MustParsePrefix(v))
+		_, err := ParseDesired(value)
+		if err == nil || want == nil || !strings.Contains(err.Error(), want.Error()) || !errors.Is(err, targetnet.ErrInvalid) || !errors.Is(err, vip.ErrNotVIP) {
+			t.Errorf("%s: ParseDesired = %v, want the error of vip.Check: %v", v, err, want)
+		}
 	}
 }

@@ -18,6 +18,12 @@
 //     identifier. Translate never modifies its input and leaves
 //     State.Generation zero for the caller to set.
 //   - Every Route.Service names a Service present in State.Services.
+//   - Every Route.Destination is a VIP by model/vip (the rule the CRD says
+//     in CEL and the target side applies): a route with a destination that
+//     is none (loopback, unspecified, link-local, multicast, broadcast,
+//     IPv4-mapped, not a host prefix) is a Problem and left out. A Gateway
+//     network-subnets entry that is IPv4-mapped IPv6 is a Problem (a target
+//     refuses such a subnet).
 //   - Given the dataplane's copy range (WithCopyRange), a route with a byte
 //     match that ends beyond the transport bytes a packet of one of its
 //     destination families can bring within the copy range (the copy range

@@ -70,11 +70,14 @@ func parseSubnets(g *gatewayv1.Gateway, raw string, ps *problems) []netip.Prefix
 	var out []netip.Prefix
 	for i, e := range entries {
 		p, err := netip.ParsePrefix(e)
-		if err != nil {
+		switch {
+		case err != nil:
 			ps.add(KindGateway, g, fmt.Sprintf("%s[%d]", field, i), "%v", err)
-			continue
+		case p.Addr().Is4In6(): // a target refuses it whole (kube/target)
+			ps.add(KindGateway, g, fmt.Sprintf("%s[%d]", field, i), "%s is IPv4-mapped IPv6: write the IPv4 prefix", e)
+		default:
+			out = append(out, p.Masked())
 		}
-		out = append(out, p.Masked())
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sllbrd/sllbrd/kube/api/v1alpha1"
 	"github.com/sllbrd/sllbrd/model"
+	"github.com/sllbrd/sllbrd/model/vip"
 )
 
 func translateRoutes(gw model.Gateway, routes []*v1alpha1.L34Route, services serviceSet, o options, ps *problems) []model.Route {
@@ -63,13 +64,16 @@ func translateRoute(r *v1alpha1.L34Route, services serviceSet, o options, ps *pr
 	if spec.Priority < 1 {
 		ps.add(KindL34Route, r, "spec.priority", "%d is not >= 1", spec.Priority)
 	}
-	route.Destinations = parseCIDRs(r, "spec.destinationCIDRs", spec.DestinationCIDRs, true, ps)
+	// The destinations are VIPs by model/vip, which the CRD's CEL rules say
+	// too (objects created before those rules, and those of manifest
+	// files, pass no API server).
+	route.Destinations = parseEach(r, "spec.destinationCIDRs", spec.DestinationCIDRs, vip.Parse, ps)
 	if len(spec.DestinationCIDRs) == 0 {
 		ps.add(KindL34Route, r, "spec.destinationCIDRs", "at least one VIP is required")
 	}
-	route.Sources = parseCIDRs(r, "spec.sourceCIDRs", spec.SourceCIDRs, false, ps)
-	route.SourcePorts = parsePorts(r, "spec.sourcePorts", spec.SourcePorts, ps)
-	route.DestinationPorts = parsePorts(r, "spec.destinationPorts", spec.DestinationPorts, ps)
+	route.Sources = parseEach(r, "spec.sourceCIDRs", spec.SourceCIDRs, parseCIDR, ps)
+	route.SourcePorts = parseEach(r, "spec.sourcePorts", spec.SourcePorts, model.ParsePortRange, ps)
+	route.DestinationPorts = parseEach(r, "spec.destinationPorts", spec.DestinationPorts, model.ParsePortRange, ps)
 	route.Protocols = parseProtocols(r, spec.Protocols, ps)
 	route.ByteMatches = parseByteMatches(r, spec.ByteMatches, roomFor(o.copyRange, route.Destinations), ps)
 	return route
@@ -99,33 +103,25 @@ func backendService(r *v1alpha1.L34Route, services serviceSet, ps *problems) str
 	return name
 }
 
-func parseCIDRs(r *v1alpha1.L34Route, field string, in []v1alpha1.CIDR, hostOnly bool, ps *problems) []netip.Prefix {
-	var out []netip.Prefix
-	for i, c := range in {
-		p, err := netip.ParsePrefix(string(c))
-		switch {
-		case err != nil:
-			ps.add(KindL34Route, r, fmt.Sprintf("%s[%d]", field, i), "%v", err)
-		case hostOnly && !p.IsSingleIP():
-			ps.add(KindL34Route, r, fmt.Sprintf("%s[%d]", field, i), "%s: must be an IPv4 /32 or IPv6 /128", c)
-		default:
-			out = append(out, p.Masked())
-		}
-	}
-	return out
-}
-
-func parsePorts(r *v1alpha1.L34Route, field string, in []v1alpha1.PortRange, ps *problems) []model.PortRange {
-	var out []model.PortRange
+// parseEach parses each item of a list field of r, reporting each one
+// that does not parse.
+func parseEach[S ~string, T any](r *v1alpha1.L34Route, field string, in []S, parse func(string) (T, error), ps *problems) []T {
+	var out []T
 	for i, s := range in {
-		pr, err := model.ParsePortRange(string(s))
+		v, err := parse(string(s))
 		if err != nil {
 			ps.add(KindL34Route, r, fmt.Sprintf("%s[%d]", field, i), "%v", err)
 			continue
 		}
-		out = append(out, pr)
+		out = append(out, v)
 	}
 	return out
+}
+
+// parseCIDR reads a source CIDR; host bits are ignored.
+func parseCIDR(s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(s)
+	return p.Masked(), err
 }
 
 // parseProtocols returns the distinct protocols in the order written.

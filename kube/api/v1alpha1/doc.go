@@ -8,7 +8,10 @@
 //
 // The kubebuilder markers (OpenAPI bounds and CEL rules) make the API server
 // reject invalid objects; kube/translate checks the same rules again because
-// objects read from manifest files never pass an API server. Defaults given in
+// objects read from manifest files never pass an API server. The CEL rules
+// of an L34Route's destinationCIDRs say model/vip's rule of a VIP;
+// TestIntegrationCRDRefusesWhatIsNoVIP holds them to it on a real API
+// server. Defaults given in
 // markers are applied by the API server only; the translator applies the same
 // values when a field is empty (see the constants below).
 //

@@ -70,12 +70,20 @@ type L34RouteSpec struct {
 	// +kubebuilder:validation:Minimum=1
 	Priority int32 `json:"priority"`
 
-	// DestinationCIDRs are the VIPs of the route: IPv4 /32 or IPv6 /128 only.
+	// DestinationCIDRs are the VIPs of the route: IPv4 /32 or IPv6 /128
+	// only, of unicast addresses other hosts can reach. The rules below are
+	// those of model/vip (vip.Reserved), which the translator and the
+	// target side apply: keep them the same.
 	//
 	// +required
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=100
-	// +kubebuilder:validation:XValidation:rule="self.all(c, !isCIDR(c) || cidr(c).prefixLength() == (cidr(c).ip().family() == 4 ? 32 : 128))",message="destination CIDRs must be IPv4 /32 or IPv6 /128"
+	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || cidr(self).prefixLength() == (cidr(self).ip().family() == 4 ? 32 : 128)",message="destination CIDRs must be IPv4 /32 or IPv6 /128"
+	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || !(cidr('0.0.0.0/8').containsCIDR(self) || cidr('::/128').containsCIDR(self))",message="must not be an unspecified address (0.0.0.0/8, ::): a VIP must be a unicast address other hosts can reach",messageExpression="self + ' is an unspecified address (0.0.0.0/8, ::): a VIP must be a unicast address other hosts can reach'"
+	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || !(cidr('127.0.0.0/8').containsCIDR(self) || cidr('::1/128').containsCIDR(self))",message="must not be a loopback address (127.0.0.0/8, ::1): a VIP must be a unicast address other hosts can reach",messageExpression="self + ' is a loopback address (127.0.0.0/8, ::1): a VIP must be a unicast address other hosts can reach'"
+	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || !(cidr('169.254.0.0/16').containsCIDR(self) || cidr('fe80::/10').containsCIDR(self))",message="must not be a link-local address (169.254.0.0/16, fe80::/10): a VIP must be a unicast address other hosts can reach",messageExpression="self + ' is a link-local address (169.254.0.0/16, fe80::/10): a VIP must be a unicast address other hosts can reach'"
+	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || !(cidr('224.0.0.0/4').containsCIDR(self) || cidr('ff00::/8').containsCIDR(self))",message="must not be a multicast address (224.0.0.0/4, ff00::/8): a VIP must be a unicast address other hosts can reach",messageExpression="self + ' is a multicast address (224.0.0.0/4, ff00::/8): a VIP must be a unicast address other hosts can reach'"
+	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || !cidr('255.255.255.255/32').containsCIDR(self)",message="must not be a broadcast address (255.255.255.255): a VIP must be a unicast address other hosts can reach",messageExpression="self + ' is a broadcast address (255.255.255.255): a VIP must be a unicast address other hosts can reach'"
 	DestinationCIDRs []CIDR `json:"destinationCIDRs"`
 
 	// SourceCIDRs restricts the source addresses; empty means any.
