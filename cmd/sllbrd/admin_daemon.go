@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -81,33 +80,27 @@ func (d *daemon) recordStatus(p programmer) programmer {
 	return recordingProgrammer{programmer: p, status: d.status}
 }
 
-// serveAdmin opens the admin socket and the pprof address the flags ask
-// for, and serves them in g until gctx ends. Opening either fails the
-// start, with nothing left open.
+// serveAdmin opens the diagnostics servers the flags ask for (the admin
+// socket, the metrics endpoint, pprof) and serves them in g until gctx
+// ends: opening any fails the start, with nothing left open; after that
+// none ends g (startDiagnostics).
 func (d *daemon) serveAdmin(g *errgroup.Group, gctx context.Context) error {
 	a := &d.cfg.admin
-	var pprofLn net.Listener
-	if a.pprofAddress != "" {
-		ln, err := admin.ListenPprof(gctx, a.pprofAddress)
-		if err != nil {
-			return err
-		}
-		pprofLn = ln
-	}
+	var servers []diagnosticServer
 	if a.socket != "" {
-		srv, err := admin.Listen(a.socket, d.adminBackend(), admin.WithGroup(a.gid), admin.WithLogger(d.log))
-		if err != nil {
-			if pprofLn != nil {
-				_ = pprofLn.Close()
+		servers = append(servers, diagnosticServer{admin.ServerAdminSocket, func() (func(context.Context) error, error) {
+			srv, err := admin.Listen(a.socket, d.adminBackend(), admin.WithGroup(a.gid), admin.WithLogger(d.log), admin.WithDiagnostics(d.diag))
+			if err != nil {
+				return nil, err
 			}
-			return err
-		}
-		g.Go(func() error { return srv.Serve(gctx) })
+			return srv.Serve, nil
+		}})
 	}
-	if pprofLn != nil {
-		g.Go(func() error { return admin.ServePprof(gctx, pprofLn, d.log) })
+	servers = append(servers, metricsServer(d.diag, d.cfg.metricsAddress, d.registry, d.ready, d.log))
+	if a.pprofAddress != "" {
+		servers = append(servers, pprofServer(d.diag, a.pprofAddress, d.log))
 	}
-	return nil
+	return startDiagnostics(g, gctx, d.diag, servers...)
 }
 
 // adminBackend answers the admin socket from d's parts.

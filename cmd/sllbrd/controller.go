@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/sllbrd/sllbrd/deploy"
+	"github.com/sllbrd/sllbrd/internal/admin"
 	"github.com/sllbrd/sllbrd/internal/metrics"
 	"github.com/sllbrd/sllbrd/kube/controller"
 	"github.com/sllbrd/sllbrd/kube/controller/sllbr"
@@ -152,15 +153,22 @@ func sllbrImageOption(cfg *controllerConfig, ns string) controller.Option {
 
 // runWithAdmin runs run and the admin endpoint (/metrics with the
 // collectors and sllbrd_ready, /healthz, /readyz from ready) until ctx ends
-// or either of them fails.
+// or run returns. The endpoint is opened first (a port in use fails the
+// start); after that its failures never end run (startDiagnostics).
 func runWithAdmin(ctx context.Context, log *slog.Logger, addr string, ready func() (bool, []string),
 	run func(context.Context) error, collectors ...prometheus.Collector) error {
+	diag := admin.NewDiagnostics(log)
 	reg := metrics.NewRegistry()
-	reg.MustRegister(append(collectors, metrics.ReadyGauge(ready))...)
+	reg.MustRegister(append(collectors, metrics.ReadyGauge(ready), diagnosticsCollector{diag})...)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return run(gctx) })
+	if err := startDiagnostics(g, gctx, diag, metricsServer(diag, addr, reg, ready, log, metrics.WithShutdownTimeout(2*time.Second))); err != nil {
+		return err
+	}
 	g.Go(func() error {
-		return metrics.NewServer(addr, reg, ready, metrics.WithLogger(log), metrics.WithShutdownTimeout(2*time.Second)).Run(gctx)
+		defer cancel() // the endpoint stops with run
+		return run(gctx)
 	})
 	return g.Wait()
 }

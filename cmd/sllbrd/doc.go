@@ -21,6 +21,13 @@
 // record of its applies (admin.go, admin_status.go, admin_daemon.go), and
 // serves pprof on a loopback address when asked (docs/operations.md).
 //
+// The diagnostics servers of every role (the admin socket, the HTTP
+// endpoint of /metrics, /healthz and /readyz, pprof; admin_servers.go) are
+// opened at start, where a failure stops the start, and then kept serving
+// by admin.Diagnostics outside the role's errgroup: their failures are
+// logged and counted, never end the role, and so never take the
+// dataplane's rules and routes with them.
+//
 // This package only wires: flags, signals, one errgroup, the admin HTTP
 // endpoint and socket, and the reconcile loop's apply (applier), which
 // programs the dataplane, applies the GatewayRouters and announces the

@@ -17,6 +17,7 @@ import (
 	"github.com/sllbrd/sllbrd/dataplane/nft"
 	"github.com/sllbrd/sllbrd/dataplane/route"
 	"github.com/sllbrd/sllbrd/dataplane/sysctl"
+	"github.com/sllbrd/sllbrd/internal/admin"
 	"github.com/sllbrd/sllbrd/internal/metrics"
 	"github.com/sllbrd/sllbrd/internal/reconcile"
 	"github.com/sllbrd/sllbrd/internal/uplink"
@@ -35,6 +36,7 @@ type daemon struct {
 
 	registry *prometheus.Registry
 	applies  *metrics.Config
+	diag     *admin.Diagnostics // the admin socket, metrics and pprof servers
 
 	applier *applier
 	uplink  *uplink.Uplink
@@ -66,7 +68,7 @@ func run(ctx context.Context, cfg *config, log *slog.Logger) error {
 // opens the kernel handles: nothing in the kernel is touched before the
 // command line and the source are known to be usable.
 func newDaemon(cfg *config, log *slog.Logger) (*daemon, error) {
-	d := &daemon{cfg: cfg, log: log, engine: dataplane.NewEngine(), applies: metrics.NewConfig()}
+	d := &daemon{cfg: cfg, log: log, engine: dataplane.NewEngine(), applies: metrics.NewConfig(), diag: admin.NewDiagnostics(log)}
 	d.applier = &applier{log: log, metrics: d.applies}
 	d.loop = reconcile.New(d.applier.apply)
 	d.applier.rerunBy = d.loop.RunBy
@@ -134,7 +136,7 @@ func newDaemon(cfg *config, log *slog.Logger) (*daemon, error) {
 		return nil, err
 	}
 	d.registry.MustRegister(metrics.NewEngineCollector(stats), metrics.NewNFQueueCollector(metrics.GroupQueues(d.queues)),
-		d.applies, metrics.ReadyGauge(d.ready))
+		d.applies, metrics.ReadyGauge(d.ready), diagnosticsCollector{d.diag})
 	return d, nil
 }
 
@@ -149,7 +151,8 @@ func (d *daemon) openNFTables() (*nftables.Conn, error) {
 }
 
 // ready reports whether the latest configuration is programmed and every
-// part is working, with the reasons when not.
+// part is working, with the reasons when not. The diagnostics servers are
+// not among those parts (admin.Diagnostics says why).
 func (d *daemon) ready() (bool, []string) {
 	var why []string
 	if ok, reason := d.source.Ready(); !ok {
@@ -173,9 +176,6 @@ func (d *daemon) run(ctx context.Context) error {
 	g.Go(func() error { return d.loop.Run(gctx) })
 	g.Go(func() error { return d.source.Run(gctx) })
 	g.Go(func() error { return d.uplink.Run(gctx) })
-	g.Go(func() error {
-		return metrics.NewServer(d.cfg.metricsAddress, d.registry, d.ready, metrics.WithLogger(d.log)).Run(gctx)
-	})
 	g.Go(func() error {
 		select {
 		case <-gctx.Done(): // something failed

@@ -38,4 +38,19 @@
 // ListenPprof and ServePprof serve net/http/pprof on its own address,
 // which must be a loopback address (CheckLoopback): profiles are never
 // served to the network.
+//
+// # Diagnostics never stop what they diagnose
+//
+// Diagnostics keeps the daemon's diagnostics servers (this socket, the
+// metrics endpoint, pprof) serving on their own: an accept that fails for
+// a reason that passes (EMFILE and ENFILE above all, ENOMEM, an aborted
+// connection) is retried with backoff (Diagnostics.Listener; the socket
+// always retries, WithDiagnostics says where it reports); a server that
+// stops serving for another reason is opened again with backoff (Start,
+// Kept.Run), and Kept.Run returns only when its context ends. Failures
+// are logged and counted (Health, which the daemon exports as metrics);
+// none ends the daemon or changes its readiness: an SLLBR pod that is not
+// ready stops being a next hop, which would stop forwarding for the sake
+// of a diagnostics endpoint. Only opening a server at start may fail the
+// start (a bad address, a port in use).
 package admin

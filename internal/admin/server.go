@@ -33,7 +33,7 @@ const (
 
 // Server serves the admin socket. Create it with Listen.
 type Server struct {
-	ln      *net.UnixListener
+	ln      net.Listener // retries temporary accept failures (Diagnostics.Listener)
 	path    string
 	access  access
 	backend Backend
@@ -45,6 +45,7 @@ type Server struct {
 type serverOptions struct {
 	gid      int
 	log      *slog.Logger
+	diag     *Diagnostics
 	timeout  time.Duration
 	maxConns int
 }
@@ -59,6 +60,11 @@ func WithGroup(gid int) Option { return func(o *serverOptions) { o.gid = gid } }
 
 // WithLogger sets where refused connections and failed requests are logged.
 func WithLogger(l *slog.Logger) Option { return func(o *serverOptions) { o.log = l } }
+
+// WithDiagnostics reports the socket's failed accepts to d, under
+// ServerAdminSocket (default: a Diagnostics of the server's own, which
+// logs them).
+func WithDiagnostics(d *Diagnostics) Option { return func(o *serverOptions) { o.diag = d } }
 
 // WithTimeout bounds each connection: reading the request, answering it
 // and writing the response (default DefaultTimeout).
@@ -76,11 +82,14 @@ func Listen(path string, b Backend, opts ...Option) (*Server, error) {
 	for _, f := range opts {
 		f(&o)
 	}
+	if o.diag == nil {
+		o.diag = NewDiagnostics(o.log)
+	}
 	ln, err := listenSocket(path, o.gid)
 	if err != nil {
 		return nil, err
 	}
-	return &Server{ln: ln, path: path, access: newAccess(o.gid), backend: b, log: o.log,
+	return &Server{ln: o.diag.Listener(ServerAdminSocket, ln), path: path, access: newAccess(o.gid), backend: b, log: o.log,
 		timeout: o.timeout, slots: make(chan struct{}, max(1, o.maxConns))}, nil
 }
 
@@ -89,7 +98,9 @@ func (s *Server) Path() string { return s.path }
 
 // Serve answers connections until ctx ends, then closes and removes the
 // socket and waits for the connections in progress (each bounded by the
-// timeout).
+// timeout). Temporary accept failures (EMFILE, ...) are retried with
+// backoff; another accept failure closes and removes the socket too, and
+// is returned.
 func (s *Server) Serve(ctx context.Context) error {
 	s.log.Info("admin socket listening", "path", s.path)
 	var wg sync.WaitGroup
@@ -97,7 +108,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { _ = s.ln.Close() })
 	defer stop()
 	for {
-		c, err := s.ln.AcceptUnix()
+		conn, err := s.ln.Accept()
 		if err != nil {
 			_ = s.ln.Close()
 			if ctx.Err() != nil {
@@ -105,6 +116,7 @@ func (s *Server) Serve(ctx context.Context) error {
 			}
 			return fmt.Errorf("admin socket %s: accept: %w", s.path, err)
 		}
+		c := conn.(*net.UnixConn) // from a unix listener
 		select {
 		case s.slots <- struct{}{}:
 			wg.Go(func() {
