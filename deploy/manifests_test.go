@@ -97,8 +97,8 @@ type kustomization struct {
 }
 
 // TestKustomizationListsExistingFiles checks that every resource of
-// kustomization.yaml exists, that every CRD, RBAC and controller file is
-// listed, and that the SLLBR Deployment is not applied but generated into
+// kustomization.yaml exists, that every CRD, RBAC, controller and
+// admission policy file is listed, and that the SLLBR Deployment is not applied but generated into
 // the template ConfigMap the controller reads (under a fixed name).
 func TestKustomizationListsExistingFiles(t *testing.T) {
 	data, err := os.ReadFile("kustomization.yaml")
@@ -114,7 +114,7 @@ func TestKustomizationListsExistingFiles(t *testing.T) {
 			t.Errorf("kustomization resource %s: %v", r, err)
 		}
 	}
-	for _, dir := range []string{"crds", "rbac", "controller"} {
+	for _, dir := range []string{"crds", "rbac", "controller", "admission"} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 		for _, f := range files {
 			if !slices.Contains(k.Resources, filepath.ToSlash(f)) {

@@ -12,19 +12,22 @@ import (
 
 // TestTargetApplicationExample pins the example application's sidecar to
 // docs/target.md: `sllbrd target` with NET_ADMIN only, its pod from the
-// downward API, readiness on /readyz, and a Role of get, watch and patch on
-// pods bound to the Deployment's ServiceAccount. The lab test of
-// cmd/sllbrd runs `sllbrd target` with exactly this Role.
+// downward API, readiness on /readyz, a Role of get, watch and patch on
+// pods bound to the Deployment's ServiceAccount, that ServiceAccount
+// listed for deploy/admission's policy, and its token mounted in the
+// sidecar only. The lab test of cmd/sllbrd runs `sllbrd target` with
+// exactly this Role.
 func TestTargetApplicationExample(t *testing.T) {
 	docs := documents(t, "examples/target-application.yaml")
-	if len(docs) != 4 {
-		t.Fatalf("%d documents, want ServiceAccount, Role, RoleBinding, Deployment", len(docs))
+	if len(docs) != 5 {
+		t.Fatalf("%d documents, want ServiceAccount, Role, RoleBinding, ConfigMap, Deployment", len(docs))
 	}
 	var sa corev1.ServiceAccount
 	var role rbacv1.Role
 	var binding rbacv1.RoleBinding
+	var params corev1.ConfigMap
 	var d appsv1.Deployment
-	for i, out := range []any{&sa, &role, &binding, &d} {
+	for i, out := range []any{&sa, &role, &binding, &params, &d} {
 		if err := yaml.UnmarshalStrict(docs[i], out); err != nil {
 			t.Fatalf("document %d: %v", i+1, err)
 		}
@@ -33,10 +36,14 @@ func TestTargetApplicationExample(t *testing.T) {
 	if binding.RoleRef.Name != role.Name || len(binding.Subjects) != 1 || binding.Subjects[0].Name != sa.Name {
 		t.Errorf("RoleBinding %+v", binding)
 	}
+	if _, listed := params.Data[sa.Name]; params.Labels[targetParamsLabel] != "true" || !listed || len(params.Data) != 1 {
+		t.Errorf("ConfigMap %s (labels %v, keys of %v): want %s=true listing %s only", params.Name, params.Labels, params.Data, targetParamsLabel, sa.Name)
+	}
 	pod := d.Spec.Template.Spec
 	if pod.ServiceAccountName != sa.Name {
 		t.Errorf("service account %q", pod.ServiceAccountName)
 	}
+	checkTokenInSidecarOnly(t, pod)
 	if sc := pod.SecurityContext; sc == nil || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Errorf("pod security context %+v, want the RuntimeDefault seccomp profile", sc)
 	}
@@ -68,5 +75,36 @@ func TestTargetApplicationExample(t *testing.T) {
 	}
 	if d.Spec.Template.Labels["app"] != "example-target-application-multi" {
 		t.Errorf("the seed's service-a selects app=example-target-application-multi; labels %v", d.Spec.Template.Labels)
+	}
+}
+
+// tokenPath is where the in-cluster configuration reads the
+// ServiceAccount's token and CA.
+const tokenPath = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// checkTokenInSidecarOnly checks that pod mounts no token automatically
+// and mounts a projected ServiceAccount token at tokenPath in the
+// sllbrd-target container only.
+func checkTokenInSidecarOnly(t *testing.T, pod corev1.PodSpec) {
+	t.Helper()
+	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Errorf("automountServiceAccountToken %v: the token would be in every container", pod.AutomountServiceAccountToken)
+	}
+	tokenVolumes := map[string]bool{}
+	for _, v := range pod.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if src.ServiceAccountToken != nil && src.ServiceAccountToken.Path == "token" && src.ServiceAccountToken.Audience == "" {
+				tokenVolumes[v.Name] = true
+			}
+		}
+	}
+	for _, c := range slices.Concat(pod.InitContainers, pod.Containers) {
+		mounted := slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return tokenVolumes[m.Name] && m.MountPath == tokenPath })
+		if mounted != (c.Name == "sllbrd-target") {
+			t.Errorf("container %s: the ServiceAccount token mounted at %s: %v", c.Name, tokenPath, mounted)
+		}
 	}
 }

@@ -81,7 +81,9 @@ func (c *Controller) newInformers() (*informers, error) {
 		h   func(old, obj any) []Key
 	}{
 		{classes, c.onGatewayClass}, {gateways, c.onGateway}, {services, c.onService},
-		{pods, c.onPod}, {slices, c.onEndpointSlice}, {deployments, c.onDeployment}, {replicaSets, c.onReplicaSet},
+		{pods, c.onPod}, {slices, c.onEndpointSlice},
+		{deployments, concatKeys(c.onDeployment, c.onDeploymentNetwork)},
+		{replicaSets, concatKeys(c.onReplicaSet, c.onReplicaSetNetwork)},
 		{configMaps, c.onConfigMap}, {routes, c.onL34Route}, {routers, c.onGatewayRouter},
 	}
 	for _, h := range handlers {
@@ -93,6 +95,18 @@ func (c *Controller) newInformers() (*informers, error) {
 		inf.hasSynced = append(inf.hasSynced, h.inf.HasSynced, reg.HasSynced)
 	}
 	return inf, nil
+}
+
+// concatKeys maps an event with every one of fs (one registration per
+// informer: an informer is started once per registration).
+func concatKeys(fs ...func(old, obj any) []Key) func(old, obj any) []Key {
+	return func(old, obj any) []Key {
+		var keys []Key
+		for _, f := range fs {
+			keys = append(keys, f(old, obj)...)
+		}
+		return keys
+	}
 }
 
 // start runs the informers until ctx ends.

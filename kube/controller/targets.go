@@ -1,19 +1,23 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/sllbrd/sllbrd/kube"
 	"github.com/sllbrd/sllbrd/kube/controller/endpoints"
+	"github.com/sllbrd/sllbrd/kube/controller/sllbr"
 	"github.com/sllbrd/sllbrd/kube/target"
 	"github.com/sllbrd/sllbrd/model"
 )
@@ -119,11 +123,15 @@ func (c *Controller) podCandidates(v *targetView, pod *corev1.Pod, current strin
 }
 
 // sllbrNextHops returns the addresses, on the Gateway's networks, of its
-// ready SLLBR pods (labels app.kubernetes.io/component=sllbr and
-// gateway.networking.k8s.io/gateway-name).
+// ready SLLBR pods: the pods of the Deployment the controller created for
+// the Gateway, by owner chain (sllbrNextHopPods). No next hop while the
+// Gateway is not in the cache.
 func (c *Controller) sllbrNextHops(gw model.Gateway) target.NextHops {
-	pods, _ := c.inf.pods.List(labels.SelectorFromSet(sllbrSelector(gw.Name)))
-	cands, _ := endpoints.Candidates(pods, gw)
+	obj, err := c.inf.gateways.Get(gw.Name)
+	if err != nil {
+		return target.NextHops{}
+	}
+	cands, _ := endpoints.Candidates(c.sllbrNextHopPods(obj), gw)
 	var n target.NextHops
 	for _, cand := range cands {
 		if !cand.Ready {
@@ -139,8 +147,38 @@ func (c *Controller) sllbrNextHops(gw model.Gateway) target.NextHops {
 	return n
 }
 
-func sllbrSelector(gateway string) labels.Set {
-	return labels.Set{kube.LabelComponent: kube.ComponentSLLBR, kube.LabelGatewayName: gateway}
+// sllbrNextHopPods returns the pods that may be next hops of gw (a pod
+// made a next hop receives every reply of the Gateway's targets): those of
+// a Deployment gw controls by UID (c.deployments), by owner chain
+// (nextHopOf). The SLLBR labels narrow the search and decide nothing:
+// anyone who may patch a pod can give it those labels.
+func (c *Controller) sllbrNextHopPods(gw *gatewayv1.Gateway) []*corev1.Pod {
+	ds := c.deployments(gw)
+	if len(ds) == 0 {
+		return nil
+	}
+	pods, _ := c.inf.pods.List(labels.SelectorFromSet(sllbr.Selector(gw.Name)))
+	return slices.DeleteFunc(pods, func(p *corev1.Pod) bool { return !c.nextHopOf(p, ds) })
+}
+
+// nextHopOf reports whether p is a pod of one of ds: its controller
+// reference names a ReplicaSet (name and UID) that one of ds controls (UID),
+// and p runs as the ServiceAccount of that ReplicaSet's pod template. The
+// last check is there because owner references are not identity either:
+// whoever may patch a pod may point its controller reference at an SLLBR
+// ReplicaSet, but a pod's ServiceAccount is fixed when it is created.
+func (c *Controller) nextHopOf(p *corev1.Pod, ds []*appsv1.Deployment) bool {
+	rs := sllbr.ReplicaSetOf(p, c.inf.replicaSets)
+	if rs == nil || serviceAccountOf(p.Spec) != serviceAccountOf(rs.Spec.Template.Spec) {
+		return false
+	}
+	return slices.ContainsFunc(ds, func(d *appsv1.Deployment) bool { return sllbr.ReplicaSetOwnedBy(rs, d) })
+}
+
+// serviceAccountOf is the ServiceAccount a pod of spec runs as ("default"
+// when it names none, as the ServiceAccount admission plugin sets it).
+func serviceAccountOf(spec corev1.PodSpec) string {
+	return cmp.Or(spec.ServiceAccountName, "default")
 }
 
 // patchTargetNetwork writes (or, value "", removes) the pod's desired

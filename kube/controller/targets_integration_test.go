@@ -22,14 +22,18 @@ import (
 
 const tgtNS = "sllbrd-ctl-tgt"
 
-// createSLLBRPod creates a pod as the SLLBR Deployment's would be: its
-// selector labels, its address on the Gateway's network, Ready as asked.
+// createSLLBRPod creates a pod as the SLLBR Deployment's would be: a pod
+// of a ReplicaSet of the Deployment the controller created for the Gateway
+// (sllbrReplicaSet), its address on the Gateway's network, Ready as asked.
 func (e *env) createSLLBRPod(name, gateway string, ready bool, ips ...string) {
 	e.t.Helper()
+	rs := e.sllbrReplicaSet(gateway)
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{kube.LabelComponent: kube.ComponentSLLBR, kube.LabelGatewayName: gateway},
-			Annotations: map[string]string{kube.AnnotationNetworkStatus: networkStatus(tgtNS+"/"+nadName, ips...)}},
-		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "sllbrd", Image: "example.org/sllbrd:1"}}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: rs.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{*controlledBy("ReplicaSet", rs.Name, rs.UID)},
+			Annotations:     map[string]string{kube.AnnotationNetworkStatus: networkStatus(tgtNS+"/"+nadName, ips...)}},
+		Spec: corev1.PodSpec{NodeName: "node-1", ServiceAccountName: rs.Spec.Template.Spec.ServiceAccountName,
+			Containers: []corev1.Container{{Name: "sllbrd", Image: "example.org/sllbrd:1"}}},
 	}
 	got, err := e.kube.CoreV1().Pods(e.ns).Create(e.ctx, pod, metav1.CreateOptions{})
 	if err != nil {
@@ -91,11 +95,7 @@ const (
 // ServiceAccount (whose only pod write is this patch) and checks the
 // desired network configuration it writes on the target pods.
 func TestIntegrationTargetNetwork(t *testing.T) {
-	e := newEnv(t, tgtNS)
-	e.createClass()
-	e.createGateway(gatewayObject("sllb-a"))
-	e.createService("service-a", "sllb-a", "target", 0)
-	e.createRoute("vip-a", "sllb-a", "service-a", "20.0.0.1", "2001:db8::1")
+	e := newTargetEnv(t)
 	e.createSLLBRPod("sllbr-1", "sllb-a", true, "169.111.100.1", "fd00:111::1")
 	e.createSLLBRPod("sllbr-2", "sllb-a", true, "169.111.100.2", "fd00:111::2")
 	e.createSLLBRPod("sllbr-3", "sllb-a", false, "169.111.100.3", "fd00:111::3")
@@ -104,8 +104,6 @@ func TestIntegrationTargetNetwork(t *testing.T) {
 	e.createPod(podSpec{name: "t2", app: "target", status: networkStatus(nad, "169.111.100.12"), ready: false})
 	e.createPod(podSpec{name: "no-address", app: "target", status: networkStatus("other", "169.111.100.13"), ready: true})
 	e.createPod(podSpec{name: "other-app", app: "other", status: networkStatus(nad, "169.111.100.14"), ready: true})
-	r := e.startController("only")
-	e.waitLeading(r)
 
 	t.Run("every endpoint pod, ready or not, gets its Gateway's VIPs and ready SLLBR pods", func(t *testing.T) {
 		want := "sllb-a:50000 " + vipsA + " " + hops12
@@ -176,7 +174,11 @@ func TestIntegrationTargetNetwork(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.waitNetwork("t1", "sllb-b:50001 vips=[30.0.0.1/32] v4=[169.111.100.21] v6=[]")
+		e.collectSLLBR("sllb-a")
 		e.createGateway(gatewayObject("sllb-a")) // takes the lowest free table again
+		// The new Gateway's Deployment brings up its SLLBR pods anew.
+		e.createSLLBRPod("sllbr-2", "sllb-a", true, "169.111.100.2", "fd00:111::2")
+		e.createSLLBRPod("sllbr-3", "sllb-a", true, "169.111.100.3", "fd00:111::3")
 		e.waitNetwork("t1", both)
 	})
 

@@ -160,6 +160,11 @@ func (cp *ControlPlane) Config(user string) *rest.Config {
 	if !ok {
 		cp.t.Fatalf("kubetest: no user %q", user)
 	}
+	return cp.tokenConfig(token)
+}
+
+// tokenConfig returns a client configuration authenticating with token.
+func (cp *ControlPlane) tokenConfig(token string) *rest.Config {
 	return &rest.Config{
 		Host:            cp.host,
 		BearerToken:     token,

@@ -3,7 +3,10 @@
 // kube-apiserver on a chosen local address, StartAt), with static-token
 // users and RBAC authorization. Kubeconfig writes a user's kubeconfig file
 // for programs under test (sllbrd --kubeconfig); ServiceAccount names the
-// user that RBAC bindings to a ServiceAccount apply to.
+// user that RBAC bindings to a ServiceAccount apply to (a static token,
+// bound to no pod). PodConfig authenticates with a real ServiceAccount
+// token bound to a pod (TokenRequest), whose requests carry the pod's name
+// and UID in their user extra, as the kubelet's projected tokens do.
 //
 // Promises:
 //   - Start is an integration test's first step (internal/harness/require):
