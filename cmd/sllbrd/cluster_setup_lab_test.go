@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 
 	"github.com/sllbrd/sllbrd/internal/harness/e2e"
 	"github.com/sllbrd/sllbrd/internal/harness/kubetest"
@@ -238,9 +240,48 @@ func (c *cluster) startLBProcess(i int) {
 func (c *cluster) postLBPod(i int) {
 	c.t.Helper()
 	vlan := lab.LBGatewaySide(i)
-	c.createPod(sllbrPod(i), map[string]string{"app.kubernetes.io/name": "sllbrd", "app.kubernetes.io/instance": "sllb-a",
-		kube.LabelComponent: kube.ComponentSLLBR, kube.LabelGatewayName: "sllb-a"}, networkStatus(i, &vlan, lab.LBTargetSide(i)))
+	rs := c.sllbrReplicaSet()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: sllbrPod(i), Labels: rs.Spec.Template.Labels,
+			Annotations: map[string]string{kube.AnnotationNetworkStatus: networkStatus(i, &vlan, lab.LBTargetSide(i))},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+		Spec: corev1.PodSpec{NodeName: "node-1", ServiceAccountName: rs.Spec.Template.Spec.ServiceAccountName,
+			Containers: []corev1.Container{{Name: "sllbrd", Image: "example.org/sllbrd:1"}}},
+	}
+	if _, err := c.kube.CoreV1().Pods(clusterNS).Create(c.ctx, pod, metav1.CreateOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
 	c.setReady(sllbrPod(i), true)
+}
+
+// sllbrReplicaSet returns the ReplicaSet of the SLLBR Deployment the
+// controller created for sllb-a, creating it as the Deployment controller
+// would (the lab runs none): the controller takes next hops only from pods
+// whose owner chain reaches its Deployment.
+func (c *cluster) sllbrReplicaSet() *appsv1.ReplicaSet {
+	c.t.Helper()
+	var d *appsv1.Deployment
+	waitFor(c.t, 30*time.Second, "the controller's SLLBR Deployment", func() bool {
+		var err error
+		d, err = c.kube.AppsV1().Deployments(clusterNS).Get(c.ctx, "sllbrd-sllb-a", metav1.GetOptions{})
+		return err == nil
+	})
+	rss := c.kube.AppsV1().ReplicaSets(clusterNS)
+	name := d.Name + "-lab"
+	if rs, err := rss.Get(c.ctx, name, metav1.GetOptions{}); err == nil {
+		return rs
+	}
+	rs, err := rss.Create(c.ctx, &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: d.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+		Spec: appsv1.ReplicaSetSpec{Selector: d.Spec.Selector, Template: d.Spec.Template},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return rs
 }
 
 // startTarget creates target i's Pod object, starts `sllbrd target` in its
