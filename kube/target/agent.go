@@ -174,8 +174,16 @@ func (a *Agent) status() (string, bool) {
 	a.mu.Lock()
 	o, parseErr, haveConfig := a.outcome, a.parseErr, a.haveConfig
 	a.mu.Unlock()
-	if o == nil {
+	if o == nil && parseErr == nil {
 		return "", false // nothing applied yet: nothing to say
+	}
+	if o == nil {
+		// Nothing applied by this container, and nothing will be until the
+		// annotation is valid: say so, as the pod may still carry an
+		// earlier container's status, ready.
+		s := Status{Version: SchemaVersion, Errors: []string{"annotation " + kube.AnnotationTargetNetwork +
+			" is invalid; nothing applied since this sidecar started, what an earlier one applied stays: " + parseErr.Error()}}
+		return s.Marshal(), true
 	}
 	s := StatusOf(o.Generation, o.Result, o.Err)
 	if parseErr != nil {

@@ -30,11 +30,14 @@
 //     annotation's key only.
 //   - An invalid or unknown-version desired annotation changes nothing in
 //     the namespace: the last valid configuration stays, the status and
-//     /readyz say why. A missing annotation removes what is ours. A
+//     /readyz say why (also when it is the first this container reads:
+//     the status it writes replaces an earlier container's). A missing annotation removes what is ours. A
 //     deleted pod object changes nothing (its connections drain).
 //   - Ready (and Status.Ready) when the pod has a desired configuration
 //     (unless WithRequireConfig(false)), its generation is applied
-//     without error, and nothing foreign is in the way.
+//     without error, and nothing foreign is in the way. Readiness is one
+//     bit for the pod, not one per Gateway: a Gateway whose part fails
+//     makes the pod NotReady for all (docs/target.md, "Readiness").
 //   - The status annotation is written only when its value changes, and
 //     removed when nothing is wanted and nothing of ours is left.
 package target
