@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -16,6 +17,12 @@ import (
 	"github.com/sllbrd/sllbrd/kube/controller/sllbr"
 	"github.com/sllbrd/sllbrd/kube/controller/status"
 )
+
+// FieldManager names the controller in the managedFields of what it
+// writes: the fields of an SLLBR Deployment it applies (server-side apply)
+// and the parts of a Gateway's status it last wrote are those of this
+// manager.
+const FieldManager = "sllbrd-controller"
 
 // template returns the SLLBR Deployment template: the template ConfigMap's,
 // or the built-in one while the ConfigMap does not exist; its sllbrd
@@ -76,7 +83,12 @@ func (c *Controller) deploymentReplicas(gw *gatewayv1.Gateway) *status.Replicas 
 	return r
 }
 
-// ensureDeployment creates or updates the Gateway's Deployment. A template
+// ensureDeployment creates or updates the Gateway's Deployment with
+// server-side apply (FieldManager, forced): the fields the controller sets
+// are its own, and a change by anyone else to one of them (drift) is
+// reverted; other fields, labels and annotations stay as others set them.
+// It applies only when the rendered Deployment changed or drifted
+// (sllbr.Drifted), conditionally on the resourceVersion read. A template
 // problem or a name taken by someone else's Deployment is returned as a
 // status problem (and an Event), the Deployment being left as it is; write
 // failures are errors.
@@ -88,7 +100,6 @@ func (c *Controller) ensureDeployment(ctx context.Context, gw *gatewayv1.Gateway
 	}
 	c.events.resolved(gw, ReasonInvalidTemplate)
 	want := sllbr.Render(tmpl, gw, params)
-	api := c.kube.AppsV1().Deployments(c.namespace)
 	var current *appsv1.Deployment
 	for _, d := range c.deployments(gw) {
 		if d.Name == want.Name {
@@ -96,25 +107,62 @@ func (c *Controller) ensureDeployment(ctx context.Context, gw *gatewayv1.Gateway
 		}
 	}
 	if current == nil {
-		_, err := api.Create(ctx, want, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return &status.Problem{Reason: status.ReasonDeploymentConflict,
-				Message: fmt.Sprintf("Deployment %s exists and is not managed by sllbrd's controller for this Gateway", want.Name)}, nil
+		var problem *status.Problem
+		if current, problem, err = c.liveDeployment(ctx, gw, want.Name); problem != nil || err != nil {
+			return problem, err
 		}
-		if err != nil {
-			return nil, fmt.Errorf("create Deployment %s: %w", want.Name, err)
-		}
-		c.log.Info("SLLBR Deployment created", "gateway", gw.Name, "deployment", want.Name)
-	} else if current.Annotations[sllbr.AnnotationHash] != want.Annotations[sllbr.AnnotationHash] {
-		next := current.DeepCopy()
-		next.Labels, next.Annotations, next.OwnerReferences = want.Labels, want.Annotations, want.OwnerReferences
-		next.Spec = want.Spec
-		if _, err := api.Update(ctx, next, metav1.UpdateOptions{}); err != nil {
-			return nil, fmt.Errorf("update Deployment %s: %w", want.Name, err)
-		}
-		c.log.Info("SLLBR Deployment updated", "gateway", gw.Name, "deployment", want.Name)
+	}
+	if err := c.applyDeployment(ctx, gw, want, current); err != nil {
+		return nil, err
 	}
 	return nil, c.deleteDeployments(ctx, gw, want)
+}
+
+// liveDeployment reads the Deployment name from the API server when the
+// cache has none of the Gateway's by that name: nil when there is none;
+// the Gateway's own when the cache is behind or its labels were changed
+// (they narrow the watch); a DeploymentConflict when someone else's has
+// the name.
+func (c *Controller) liveDeployment(ctx context.Context, gw *gatewayv1.Gateway, name string) (*appsv1.Deployment, *status.Problem, error) {
+	list, err := c.kube.AppsV1().Deployments(c.namespace).List(ctx,
+		metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	switch {
+	case err != nil:
+		return nil, nil, fmt.Errorf("read Deployment %s: %w", name, err)
+	case len(list.Items) == 0:
+		return nil, nil, nil
+	case metav1.IsControlledBy(&list.Items[0], gw):
+		return &list.Items[0], nil, nil
+	}
+	return nil, &status.Problem{Reason: status.ReasonDeploymentConflict,
+		Message: fmt.Sprintf("Deployment %s exists and is not managed by sllbrd's controller for this Gateway", name)}, nil
+}
+
+// applyDeployment applies want unless current (nil: none) has it already;
+// an update is conditional on current's resourceVersion.
+func (c *Controller) applyDeployment(ctx context.Context, gw *gatewayv1.Gateway, want, current *appsv1.Deployment) error {
+	if current != nil {
+		drifted, err := sllbr.Drifted(current, want, FieldManager)
+		if err != nil || !drifted {
+			return err
+		}
+	}
+	ac, err := sllbr.Apply(want)
+	if err != nil {
+		return err
+	}
+	if current != nil {
+		ac.WithResourceVersion(current.ResourceVersion)
+	}
+	if _, err := c.kube.AppsV1().Deployments(c.namespace).Apply(ctx, ac, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+		return fmt.Errorf("apply Deployment %s: %w", want.Name, err)
+	}
+	if current == nil {
+		c.log.Info("SLLBR Deployment created", "gateway", gw.Name, "deployment", want.Name)
+	} else {
+		c.log.Info("SLLBR Deployment applied (changed or drifted)", "gateway", gw.Name, "deployment", want.Name)
+	}
+	return nil
 }
 
 // deleteDeployments deletes the Gateway's Deployments except keep (a

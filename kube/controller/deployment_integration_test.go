@@ -2,11 +2,14 @@ package controller_test
 
 import (
 	"fmt"
+	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,6 +17,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/sllbrd/sllbrd/internal/harness/kubetest"
@@ -186,4 +191,132 @@ func TestIntegrationDeployment(t *testing.T) {
 			return apierrors.IsNotFound(err), fmt.Sprint(err)
 		})
 	})
+}
+
+// counting returns a copy of cfg that counts its requests of method to
+// paths ending in suffix.
+func counting(cfg *rest.Config, method, suffix string, n *atomic.Int64) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			if req.Method == method && strings.HasSuffix(path.Dir(req.URL.Path), suffix) {
+				n.Add(1)
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	return c
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// patchDeployment changes the SLLBR Deployment as another tool would (its
+// own field manager).
+func (e *env) patchDeployment(patch string) {
+	e.t.Helper()
+	_, err := e.kube.AppsV1().Deployments(e.ns).Patch(e.ctx, deploymentName, types.StrategicMergePatchType, []byte(patch),
+		metav1.PatchOptions{FieldManager: otherManager})
+	if err != nil {
+		e.t.Fatalf("patch the SLLBR Deployment with %s: %v", patch, err)
+	}
+}
+
+// TestIntegrationDeploymentDrift edits the SLLBR Deployment by hand and
+// as other tools do: a change of a field the controller sets is reverted,
+// everything else (other tools' annotations and labels, a restart's
+// annotation, fields the controller does not set) stays, also across the
+// controller's own updates; and a Deployment that has not drifted is not
+// written.
+func TestIntegrationDeploymentDrift(t *testing.T) {
+	e := newEnv(t, "sllbrd-ctl-drift")
+	e.createFiles(filepath.Join(deployDir, "examples", "gatewayclass.yaml"), filepath.Join(deployDir, "examples", "gateway.yaml"),
+		filepath.Join(deployDir, "examples", "sllbrconfig.yaml"))
+	var applies atomic.Int64
+	r := e.startControllerWith(counting(e.ctlSA, http.MethodPatch, "/deployments", &applies), "only")
+	e.waitLeading(r)
+	e.waitDeployment("created", func(*appsv1.Deployment) bool { return true })
+
+	// Other tools: annotations and labels of their own, a rollout restart,
+	// a field the controller does not set.
+	e.patchDeployment(`{"metadata":{"annotations":{"example.org/owner":"team-blue"},"labels":{"example.org/tier":"edge"}},` +
+		`"spec":{"minReadySeconds":5,"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":"2026-11-27T10:00:00Z"}}}}}`)
+	// Hand edits of the controller's fields: replicas, the container's
+	// arguments, a label the watch selects on.
+	e.patchDeployment(`{"metadata":{"labels":{"app.kubernetes.io/managed-by":null}},"spec":{"replicas":5,` +
+		`"template":{"spec":{"containers":[{"name":"sllbrd","args":["--gateway=elsewhere"]}]}}}}`)
+	kept := func(d *appsv1.Deployment) string {
+		var missing []string
+		if d.Annotations["example.org/owner"] != "team-blue" {
+			missing = append(missing, "annotation")
+		}
+		if d.Labels["example.org/tier"] != "edge" {
+			missing = append(missing, "label")
+		}
+		if d.Spec.MinReadySeconds != 5 {
+			missing = append(missing, "minReadySeconds")
+		}
+		if d.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] == "" {
+			missing = append(missing, "restartedAt")
+		}
+		return strings.Join(missing, " ")
+	}
+	reverted := func(d *appsv1.Deployment, replicas int32) bool {
+		return *d.Spec.Replicas == replicas && d.Labels["app.kubernetes.io/managed-by"] == sllbr.ManagedBy &&
+			slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--gateway=sllb-a") &&
+			slices.Contains(d.Spec.Template.Spec.Containers[0].Args, "--drain=10s")
+	}
+	d := e.waitDeployment("hand edits reverted", func(d *appsv1.Deployment) bool { return reverted(d, 2) })
+	if missing := kept(d); missing != "" {
+		t.Errorf("the controller dropped what other tools set: %s", missing)
+	}
+
+	// The controller's own update keeps them too.
+	e.setConfigMap("sllb-a-config", "config.conf", seedParameters(t, "3"))
+	d = e.waitDeployment("3 replicas", func(d *appsv1.Deployment) bool { return reverted(d, 3) })
+	if missing := kept(d); missing != "" {
+		t.Errorf("an update by the controller dropped what other tools set: %s", missing)
+	}
+
+	// A field the template stops setting goes; other tools' fields stay.
+	tmpl, err := os.ReadFile(filepath.Join(deployDir, "sllbrd", "deployment.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withLabel := strings.Replace(string(tmpl), "    app.kubernetes.io/instance: sllb-a\nspec:", "    app.kubernetes.io/instance: sllb-a\n    example.org/from-template: \"yes\"\nspec:", 1)
+	if withLabel == string(tmpl) {
+		t.Fatal("the shipped template's labels are not where the test adds one")
+	}
+	e.setConfigMap(controller.DefaultTemplateConfigMap, sllbr.TemplateKey, withLabel)
+	e.waitDeployment("the template's new label", func(d *appsv1.Deployment) bool { return d.Labels["example.org/from-template"] == "yes" })
+	e.setConfigMap(controller.DefaultTemplateConfigMap, sllbr.TemplateKey, string(tmpl))
+	d = e.waitDeployment("the label the template dropped gone", func(d *appsv1.Deployment) bool {
+		_, ok := d.Labels["example.org/from-template"]
+		return !ok
+	})
+	if missing := kept(d); missing != "" {
+		t.Errorf("a template change dropped what other tools set: %s", missing)
+	}
+
+	// Settled: reconciles of the Gateway (a status change of its
+	// Deployment, an edit by another tool) write nothing.
+	before := applies.Load()
+	if before < 5 {
+		t.Errorf("%d applies counted: the creation, the revert and three updates at least", before)
+	}
+	succeeded := map[string]string{"kind": "Gateway", "result": "success"}
+	reconciled := metricValue(t, r.metrics, "sllbrd_controller_reconciles_total", succeeded)
+	e.setReadyReplicas("sllb-a", 1)
+	e.patchDeployment(`{"metadata":{"annotations":{"example.org/owner":"team-green"}}}`)
+	e.waitFor("the Gateway reconciled twice", func() (bool, string) {
+		n := metricValue(t, r.metrics, "sllbrd_controller_reconciles_total", succeeded)
+		return n >= reconciled+2, fmt.Sprint(n)
+	})
+	if n := applies.Load() - before; n != 0 {
+		t.Errorf("%d applies of a Deployment that had not drifted", n)
+	}
+	if d, _ := e.deployment(); d.Annotations["example.org/owner"] != "team-green" {
+		t.Errorf("another tool's annotation reverted: %v", d.Annotations)
+	}
 }

@@ -7,8 +7,11 @@
 //     endpoints, kube/controller/identifiers);
 //   - writes the status of GatewayClasses, Gateways, L34Routes and
 //     GatewayRouters (kube/controller/status);
-//   - creates and updates each Gateway's SLLBR Deployment from an editable
-//     template and the Gateway's parameters (kube/controller/sllbr), with
+//   - applies each Gateway's SLLBR Deployment (server-side apply, field
+//     manager FieldManager: the fields it sets are its own, a change of
+//     one of them by anyone else is reverted, everything else stays) from
+//     an editable template and the Gateway's parameters
+//     (kube/controller/sllbr), with
 //     the controller's own image when the template names none (image.go:
 //     read from its own pod when Run starts, WithImageFromPod);
 //   - reports on the Gateway why its SLLBR pods do not start or become
@@ -29,7 +32,9 @@
 // kube.ControllerName, or when its gatewayClassName is that string itself
 // (the seed's form, which no GatewayClass can be named). A Gateway whose
 // class does not exist gets Accepted=False/UnknownGatewayClass and nothing
-// else changes for it (its slices and Deployment are kept as they are).
+// else changes for it (its slices and Deployment are kept as they are). A
+// Gateway that is not owned loses what the controller wrote in its status
+// and still owns by its managedFields (status.Written), and only that.
 //
 // Structure (kube-proxy / Kubernetes controller style): namespace-scoped
 // informers (plus a cluster-wide one for GatewayClasses) turn every change
@@ -48,14 +53,19 @@
 //   - Identifiers are recovered from the EndpointSlices every time, never
 //     from memory: a restart or a new leader finds the same assignment. A
 //     Service whose slices in the cache are older than what this replica
-//     wrote is not reconciled until the cache has caught up.
+//     wrote is not reconciled until the cache has caught up, nor one whose
+//     pods in the cache are older than its slices (endpoints.PodsBehind: a
+//     new leader whose pod watch lags). Its slices are those with the
+//     managed-by label and a controller reference to it by UID
+//     (endpoints.Managed); a name taken by its own slice that the cache
+//     does not show yet is waited for, someone else's is reported.
 //   - The readiness hold (endpoints.Hold, hold.go; WithReadinessHold): an
 //     endpoint listed ready stays ready while its pod is not ready only for
 //     want of a probe result (a kubelet restart), decided from the objects;
 //     the Service is requeued for the moment the hold expires, and a
 //     container restart ends it at once (handlers.go).
-//   - Every write is conditional on the version read (updates carry the
-//     resourceVersion, deletes a UID and resourceVersion precondition,
+//   - Every write is conditional on the version read (updates and applies
+//     carry the resourceVersion, deletes a UID and resourceVersion precondition,
 //     creates use deterministic names), so a decision made from a stale
 //     cache fails and is retried instead of being written.
 //   - A Gateway with invalid annotations or parameters keeps its last good
@@ -69,7 +79,9 @@
 //     the controller has none; a template edited later to need one is an
 //     invalid template.
 //   - Warning Events: on a pod that is selected but has no usable address
-//     (once per distinct reason), on a pod and its Service when the pod is
+//     or whose address another endpoint has (once per distinct reason), on
+//     a Service whose slice name someone else's slice has, on a pod and its
+//     Service when the pod is
 //     past max-endpoints, on the Gateway for invalid parameters or template
 //     and once per distinct problem of its SLLBR pods (SLLBR<kind>, related
 //     to the pod), and on any object whose reconcile failed (ReconcileFailed).

@@ -131,13 +131,20 @@ func (e *env) createControllerPod(name, image string) {
 // pods, unless opts say otherwise.
 func (e *env) startController(identity string, opts ...controller.Option) *running {
 	e.t.Helper()
+	return e.startControllerWith(e.ctlSA, identity, opts...)
+}
+
+// startControllerWith is startController reaching the API server with cfg
+// (the ServiceAccount's, changed by the test).
+func (e *env) startControllerWith(cfg *rest.Config, identity string, opts ...controller.Option) *running {
+	e.t.Helper()
 	m := metrics.NewController()
 	self := "sllbrd-controller-" + identity
 	e.createControllerPod(self, controllerImage)
 	opts = append([]controller.Option{controller.WithMetrics(m), controller.WithLeaderElection(testElection(identity)),
 		controller.WithTemplate(controller.DefaultTemplateConfigMap, deploy.SLLBRDeploymentTemplate),
 		controller.WithImageFromPod(e.ns, self, controllerContainer)}, opts...)
-	ctl, err := controller.New(e.ctlSA, e.ns, opts...)
+	ctl, err := controller.New(cfg, e.ns, opts...)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -283,23 +290,31 @@ func (e *env) createPod(p podSpec) *corev1.Pod {
 	return e.setPodReady(got, p.ready)
 }
 
-// setPodReady writes the pod's status as kubelet would.
+// setPodReady writes the pod's status as kubelet would, reading the pod
+// again when the controller wrote it meanwhile (its target-network
+// annotation).
 func (e *env) setPodReady(pod *corev1.Pod, ready bool) *corev1.Pod {
 	e.t.Helper()
 	status := corev1.ConditionFalse
 	if ready {
 		status = corev1.ConditionTrue
 	}
-	next := pod.DeepCopy()
-	next.Status.Phase = corev1.PodRunning
-	next.Status.PodIP = "10.244.1.7"
-	next.Status.PodIPs = []corev1.PodIP{{IP: "10.244.1.7"}}
-	next.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
-	got, err := e.kube.CoreV1().Pods(e.ns).UpdateStatus(e.ctx, next, metav1.UpdateOptions{})
-	if err != nil {
-		e.t.Fatalf("update status of Pod %s: %v", pod.Name, err)
+	for {
+		next := pod.DeepCopy()
+		next.Status.Phase = corev1.PodRunning
+		next.Status.PodIP = "10.244.1.7"
+		next.Status.PodIPs = []corev1.PodIP{{IP: "10.244.1.7"}}
+		next.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.Now()}}
+		got, err := e.kube.CoreV1().Pods(e.ns).UpdateStatus(e.ctx, next, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			pod = e.getPod(pod.Name)
+			continue
+		}
+		if err != nil {
+			e.t.Fatalf("update status of Pod %s: %v", pod.Name, err)
+		}
+		return got
 	}
-	return got
 }
 
 // setNetworkStatus writes the pod's network-status annotation as Multus

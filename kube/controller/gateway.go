@@ -32,7 +32,10 @@ func (c *Controller) reconcileGateway(ctx context.Context, name string) error {
 	case err != nil:
 		return err
 	case own == notOurs:
-		return c.deleteDeployments(ctx, gw, nil)
+		if err := c.deleteDeployments(ctx, gw, nil); err != nil {
+			return err
+		}
+		return c.releaseGatewayStatus(ctx, gw)
 	case own == unknownClass:
 		return c.writeGatewayStatus(ctx, gw, status.Gateway{
 			Generation:  gw.Generation,
@@ -123,9 +126,30 @@ func (c *Controller) writeGatewayStatus(ctx context.Context, gw *gatewayv1.Gatew
 	if equality.Semantic.DeepEqual(next.Status, gw.Status) {
 		return nil
 	}
-	if _, err := c.gateways.GatewayV1().Gateways(c.namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.gateways.GatewayV1().Gateways(c.namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 		return fmt.Errorf("update status of Gateway %s: %w", gw.Name, err)
 	}
+	return nil
+}
+
+// releaseGatewayStatus removes from the status of a Gateway that is no
+// longer ours (it moved to another class, or its class to another
+// controller) the conditions and addresses the controller wrote and still
+// owns (status.Written); what another controller wrote stays.
+func (c *Controller) releaseGatewayStatus(ctx context.Context, gw *gatewayv1.Gateway) error {
+	conds, addrs, err := status.Written(gw, FieldManager)
+	if err != nil {
+		return fmt.Errorf("Gateway %s: %w", gw.Name, err)
+	}
+	next := gw.DeepCopy()
+	next.Status = status.Without(gw.Status, conds, addrs)
+	if equality.Semantic.DeepEqual(next.Status, gw.Status) {
+		return nil
+	}
+	if _, err := c.gateways.GatewayV1().Gateways(c.namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("remove the controller's status of Gateway %s (no longer of its class): %w", gw.Name, err)
+	}
+	c.log.Info("Gateway left the class: its conditions and addresses removed", "gateway", gw.Name, "conditions", conds, "addresses", addrs)
 	return nil
 }
 
@@ -143,7 +167,7 @@ func (c *Controller) reconcileGatewayClass(ctx context.Context, name string) err
 	if equality.Semantic.DeepEqual(next.Status, class.Status) {
 		return nil
 	}
-	if _, err := c.gateways.GatewayV1().GatewayClasses().UpdateStatus(ctx, next, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.gateways.GatewayV1().GatewayClasses().UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 		return fmt.Errorf("update status of GatewayClass %s: %w", name, err)
 	}
 	return nil

@@ -12,6 +12,51 @@ import (
 	"github.com/sllbrd/sllbrd/kube/controller"
 )
 
+// serviceEnv is an env with the Gateway sllb-a and its Service service-a,
+// which selects app t, recording every version of the slices from the
+// start.
+type serviceEnv struct {
+	*env
+	history *sliceHistory
+	network string
+}
+
+func newServiceEnv(t *testing.T, ns string) *serviceEnv {
+	t.Helper()
+	e := &serviceEnv{env: newEnv(t, ns), network: ns + "/" + nadName}
+	e.history = e.recordSlices()
+	e.createClass()
+	e.createGateway(gatewayObject("sllb-a"))
+	e.createService("service-a", "sllb-a", "t", 0)
+	return e
+}
+
+// pod is a ready pod of service-a on a node (deleted gracefully) with the
+// addresses 169.111.100.n and fd00:111::n.
+func (e *serviceEnv) pod(name string, n int) podSpec {
+	return podSpec{name: name, app: "t", ready: true, node: "node-1",
+		status: networkStatus(e.network, fmt.Sprintf("169.111.100.%d", n), fmt.Sprintf("fd00:111::%d", n))}
+}
+
+// expect waits until the identifiers of service-a's endpoints are want.
+func (e *serviceEnv) expect(what string, want map[string]int) {
+	e.t.Helper()
+	e.waitEndpoints("service-a", fmt.Sprint(what, ": ", want), func(eps map[string]endpoint) bool { return maps.Equal(ids(eps), want) })
+}
+
+// leadWithFour starts controller a, waits until it leads, and creates the
+// pods r1..r4, which get the identifiers 0..3.
+func (e *serviceEnv) leadWithFour() *running {
+	e.t.Helper()
+	a := e.startController("a")
+	e.waitLeading(a)
+	for i := 1; i <= 4; i++ {
+		e.createPod(e.pod(fmt.Sprintf("r%d", i), i))
+	}
+	e.expect("first assignment", map[string]int{"r1": 0, "r2": 1, "r3": 2, "r4": 3})
+	return a
+}
+
 // TestIntegrationMaxEndpoints scales a Service past its max-endpoints and
 // back: the oldest pods keep identifiers, the others wait with an Event and
 // a metric, and a freed identifier goes to the oldest waiting pod.
@@ -64,29 +109,13 @@ func TestIntegrationMaxEndpoints(t *testing.T) {
 
 // TestIntegrationIdentifiersSurviveRestartAndHandover stops and starts
 // controllers (fresh memory each) and hands the Lease over between two
-// replicas: no pod's identifier ever changes, only the leader writes, and
-// a stopped leader releases the Lease.
+// replicas: no pod's identifier ever changes in any version of the slices,
+// only the leader writes, and a stopped leader releases the Lease.
 func TestIntegrationIdentifiersSurviveRestartAndHandover(t *testing.T) {
-	e := newEnv(t, "sllbrd-ctl-ha")
-	e.createClass()
-	e.createGateway(gatewayObject("sllb-a"))
-	e.createService("service-a", "sllb-a", "t", 0)
-	net := "sllbrd-ctl-ha/" + nadName
-	pod := func(name string, n int) podSpec {
-		return podSpec{name: name, app: "t", ready: true,
-			status: networkStatus(net, fmt.Sprintf("169.111.100.%d", n), fmt.Sprintf("fd00:111::%d", n))}
-	}
-	expect := func(what string, want map[string]int) {
-		t.Helper()
-		e.waitEndpoints("service-a", fmt.Sprint(what, ": ", want), func(eps map[string]endpoint) bool { return maps.Equal(ids(eps), want) })
-	}
+	e := newServiceEnv(t, "sllbrd-ctl-ha")
+	pod, expect := e.pod, e.expect
 
-	a := e.startController("a")
-	e.waitLeading(a)
-	for i := 1; i <= 4; i++ {
-		e.createPod(pod(fmt.Sprintf("r%d", i), i))
-	}
-	expect("first assignment", map[string]int{"r1": 0, "r2": 1, "r3": 2, "r4": 3})
+	a := e.leadWithFour()
 	if err := a.stop(); err != nil {
 		t.Fatalf("controller a: %v", err)
 	}
@@ -130,7 +159,8 @@ func TestIntegrationIdentifiersSurviveRestartAndHandover(t *testing.T) {
 	if eps["r1"].id != 0 {
 		t.Errorf("r1 moved to %d after a readiness change", eps["r1"].id)
 	}
-	checkDataplaneReads(t, e, "sllb-a", "service-a", 12)
+	checkDataplaneReads(t, e.env, "sllb-a", "service-a", 12)
+	checkNoFlip(t, e.history.events(t), "service-a", nil)
 }
 
 // checkLeaseReleased fails unless the Lease has no holder.
@@ -143,4 +173,70 @@ func (e *env) checkLeaseReleased(when string) {
 	if h := ptr.Deref(lease.Spec.HolderIdentity, ""); h != "" {
 		e.t.Errorf("%s: the Lease is still held by %q", when, h)
 	}
+}
+
+// TestIntegrationHandOverToAStandbyBehind hands the Lease to a standby
+// whose caches lag the API server (its pod watch by podLag, its slice
+// watch by sliceLag: the old leader's slices reach it before the pods
+// they were computed from), in the middle of pod replacements, and
+// checks every version of the slices the API server held: no endpoint
+// ever shows another identifier than it had or leaves and comes back,
+// and each replacement is listed first with the identifier of the pod it
+// replaces, never a fresh one.
+func TestIntegrationHandOverToAStandbyBehind(t *testing.T) {
+	const podLag, sliceLag = 4 * time.Second, time.Second
+	e := newServiceEnv(t, "sllbrd-ctl-behind")
+	pod, expect := e.pod, e.expect
+
+	a := e.leadWithFour()
+	b := e.startControllerWith(lagging(e.ctlSA, map[string]time.Duration{"pods": podLag, "endpointslices": sliceLag}), "b")
+	e.waitFor("b synced", func() (bool, string) { ok, _ := b.ctl.Ready(); return ok, "" })
+
+	// r2 is replaced; a lists the replacement with r2's identifier, then
+	// hands over at once: b leads with caches from before the replacement.
+	e.deletePod("r2", 30)
+	replaced := time.Now()
+	e.createPod(pod("r2-new", 12))
+	expect("a hands r2's identifier to r2-new", map[string]int{"r1": 0, "r2-new": 1, "r3": 2, "r4": 3})
+	if err := a.stop(); err != nil {
+		t.Fatalf("controller a: %v", err)
+	}
+	e.waitLeading(b)
+	if led := time.Since(replaced); led > podLag-time.Second {
+		t.Fatalf("b led %v after the replacement, its pod watch lags %v: its cache may have caught up, the test did not make its case", led, podLag)
+	}
+	t.Logf("b leads %v after the replacement, with a pod cache %v behind", time.Since(replaced).Round(time.Millisecond), podLag)
+	// More replacements and a new pod while b is behind.
+	e.deletePod("r3", 30)
+	e.createPod(pod("r3-new", 13))
+	e.createPod(pod("r5", 5))
+	expect("b after its caches caught up", map[string]int{"r1": 0, "r2-new": 1, "r3-new": 2, "r4": 3, "r5": 4})
+
+	n := checkNoFlip(t, e.history.events(t), "service-a", map[string]string{"r2-new": "r2", "r3-new": "r3"})
+	t.Logf("%d versions of the slices checked", n)
+}
+
+// TestIntegrationOneAddressOnePod gives a new pod the address of a running
+// one, as static IPAM does in a rollout: the running pod keeps the address
+// and its identifier, the newcomer waits with a DuplicateAddress Event,
+// and takes both over when the old pod is deleted.
+func TestIntegrationOneAddressOnePod(t *testing.T) {
+	e := newServiceEnv(t, "sllbrd-ctl-dup")
+	pod, expect := e.pod, e.expect
+	r := e.startController("only")
+	e.waitLeading(r)
+	e.createPod(pod("a", 1))
+	e.createPod(pod("b", 2))
+	expect("a and b", map[string]int{"a": 0, "b": 1})
+	e.createPod(pod("a-surge", 1))
+	e.waitEvent("Pod", "a-surge", "DuplicateAddress",
+		"not an endpoint of Service service-a: its address 169.111.100.1 is the endpoint address of pod a, which comes first: it is listed with the address already")
+	e.waitFor("the duplicate counted", func() (bool, string) {
+		got := metricValue(t, r.metrics, "sllbrd_controller_service_pods_skipped", map[string]string{"service": "service-a", "reason": "DuplicateAddress"})
+		return got == 1, fmt.Sprint(got)
+	})
+	expect("a keeps its address", map[string]int{"a": 0, "b": 1})
+	e.deletePod("a", 30)
+	expect("a-surge takes a's address and identifier", map[string]int{"a-surge": 0, "b": 1})
+	checkNoFlip(t, e.history.events(t), "service-a", map[string]string{"a-surge": "a"})
 }

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sllbrd/sllbrd/kube"
 	"github.com/sllbrd/sllbrd/kube/controller/endpoints"
@@ -30,26 +33,32 @@ func podSelector(svc *corev1.Service) labels.Selector {
 	return labels.SelectorFromSet(sel)
 }
 
-// ourSlices returns the slices of a Service managed by the controller.
-func (c *Controller) ourSlices(service string) []*discoveryv1.EndpointSlice {
+// ourSlices returns the cached slices the controller wrote for the
+// Service service with UID uid (any UID when empty: the Service is gone);
+// see endpoints.Managed.
+func (c *Controller) ourSlices(service string, uid types.UID) []*discoveryv1.EndpointSlice {
 	ss, _ := c.inf.slices.List(labels.SelectorFromSet(labels.Set{kube.LabelServiceName: service}))
-	return ss
+	return slices.DeleteFunc(ss, func(s *discoveryv1.EndpointSlice) bool { return !endpoints.Managed(s, service, uid) })
 }
 
 // reconcileService writes the EndpointSlices of a Service of an owned
 // Gateway, and deletes the controller's slices of any other Service.
 func (c *Controller) reconcileService(ctx context.Context, name string) error {
-	existing := c.ourSlices(name)
-	if c.slices.stale(name, existing) {
-		return errStale
-	}
 	svc, err := c.inf.services.Get(name)
 	if apierrors.IsNotFound(err) {
+		existing := c.ourSlices(name, "")
+		if c.slices.stale(name, existing) {
+			return errStale
+		}
 		c.forgetService(name)
 		return c.writeSlices(ctx, name, endpoints.Plan{Delete: existing})
 	}
 	if err != nil {
 		return err
+	}
+	existing := c.ourSlices(name, svc.UID)
+	if c.slices.stale(name, existing) {
+		return errStale
 	}
 	gw, keep, err := c.serviceGateway(svc)
 	if err != nil || keep {
@@ -66,6 +75,9 @@ func (c *Controller) reconcileService(ctx context.Context, name string) error {
 		return nil
 	}
 	c.events.resolved(svc, ReasonInvalidService)
+	if err := c.checkPodCache(ctx, existing); err != nil {
+		return err
+	}
 	pods, _ := c.inf.pods.List(sel)
 	cands, skipped := endpoints.Candidates(pods, *gw)
 	c.holdReadiness(name, cands, existing)
@@ -113,21 +125,30 @@ func (c *Controller) serviceGateway(svc *corev1.Service) (gw *model.Gateway, kee
 }
 
 // reportPods records the Service's metrics and the Events of its pods:
-// pods without a usable address (once per reason) and pods past the limit.
+// pods without a usable address (once per reason), pods whose address
+// another endpoint has, and pods past the limit.
 func (c *Controller) reportPods(svc *corev1.Service, maxEndpoints int, cands []endpoints.Candidate,
 	skipped []endpoints.Skipped, assigned identifiers.Assignment) {
 	byFault := map[string]int{}
-	faults := []endpoints.Fault{endpoints.FaultNoNetworkStatus, endpoints.FaultInvalidNetworkStatus, endpoints.FaultNoAddressOnNetwork}
-	for _, f := range faults {
+	for _, f := range endpoints.Faults {
 		byFault[string(f)] = 0
+	}
+	duplicate := map[string]bool{}
+	for _, d := range assigned.Duplicates {
+		duplicate[d.Pod.UID] = true
+		skipped = append(skipped, endpoints.Skipped{Pod: podByUID(cands, d.Pod.UID), Fault: endpoints.FaultDuplicateAddress,
+			Message: fmt.Sprintf("its address %s is the endpoint address of pod %s, which comes first: %s (an address is listed for one pod only)",
+				d.Address, d.Holder.Name, d.Why)})
 	}
 	for _, s := range skipped {
 		byFault[string(s.Fault)]++
 		c.events.warn(s.Pod, string(s.Fault), fmt.Sprintf("not an endpoint of Service %s: %s", svc.Name, s.Message))
 	}
 	for _, cand := range cands {
-		for _, f := range faults {
-			c.events.resolved(cand.Pod, string(f))
+		for _, f := range endpoints.Faults {
+			if f != endpoints.FaultDuplicateAddress || !duplicate[string(cand.Pod.UID)] {
+				c.events.resolved(cand.Pod, string(f))
+			}
 		}
 		if _, ok := assigned.IDs[string(cand.Pod.UID)]; ok {
 			c.events.resolved(cand.Pod, ReasonEndpointsOverLimit)
@@ -166,13 +187,9 @@ func podByUID(cands []endpoints.Candidate, uid string) *corev1.Pod {
 func (c *Controller) writeSlices(ctx context.Context, service string, plan endpoints.Plan) error {
 	api := c.kube.DiscoveryV1().EndpointSlices(c.namespace)
 	for _, s := range plan.Create {
-		got, err := api.Create(ctx, s, metav1.CreateOptions{})
+		got, err := api.Create(ctx, s, metav1.CreateOptions{FieldManager: FieldManager})
 		if apierrors.IsAlreadyExists(err) {
-			if svc, gerr := c.inf.services.Get(service); gerr == nil {
-				c.events.warn(svc, ReasonSliceNameTaken, fmt.Sprintf(
-					"EndpointSlice %s exists and is not managed by %s; delete it so that the controller can write its own",
-					s.Name, kube.EndpointSliceManager))
-			}
+			return c.sliceNameTaken(ctx, service, s.Name)
 		}
 		if err != nil {
 			return fmt.Errorf("create EndpointSlice %s: %w", s.Name, err)
@@ -180,7 +197,7 @@ func (c *Controller) writeSlices(ctx context.Context, service string, plan endpo
 		c.slices.wrote(service, got)
 	}
 	for _, s := range plan.Update {
-		got, err := api.Update(ctx, s, metav1.UpdateOptions{})
+		got, err := api.Update(ctx, s, metav1.UpdateOptions{FieldManager: FieldManager})
 		if err != nil {
 			return fmt.Errorf("update EndpointSlice %s: %w", s.Name, err)
 		}
@@ -197,4 +214,68 @@ func (c *Controller) writeSlices(ctx context.Context, service string, plan endpo
 		c.slices.deleted(service, s)
 	}
 	return errors.Join(errs...)
+}
+
+// checkPodCache returns errStale when the pod cache is older than the
+// Service's slices (endpoints.PodsBehind): a pod the slices list, missing
+// from the cache, is looked up on the API server, and the cache is behind
+// when it exists there. A new leader whose pod watch lags would otherwise
+// drop endpoints the old leader listed, and hand out their identifiers
+// anew when the pods reach its cache.
+func (c *Controller) checkPodCache(ctx context.Context, existing []*discoveryv1.EndpointSlice) error {
+	unknown, behind := endpoints.PodsBehind(existing, func(name string) *corev1.Pod {
+		p, err := c.inf.pods.Get(name)
+		if err != nil {
+			return nil
+		}
+		return p
+	})
+	if behind {
+		return fmt.Errorf("pod cache: a pod the slices list as terminating is cached not being deleted: %w", errStale)
+	}
+	for _, ref := range unknown {
+		p, err := c.kube.CoreV1().Pods(c.namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return fmt.Errorf("get Pod %s, listed in the slices and not cached: %w", ref.Name, err)
+		case p.UID == ref.UID:
+			return fmt.Errorf("pod cache: Pod %s, listed in the slices, exists and is not cached yet: %w", ref.Name, errStale)
+		}
+	}
+	return nil
+}
+
+// sliceNameTaken handles a slice that could not be created because its
+// name exists: the controller's own slice that the cache does not show yet
+// (a new leader whose cache is behind) is waited for; someone else's gets
+// an EndpointSliceNameTaken Event on the Service saying so.
+func (c *Controller) sliceNameTaken(ctx context.Context, service, name string) error {
+	svc, err := c.inf.services.Get(service)
+	if err != nil {
+		return fmt.Errorf("create EndpointSlice %s: the name exists, and Service %s: %w", name, service, err)
+	}
+	list, err := c.kube.DiscoveryV1().EndpointSlices(c.namespace).List(ctx,
+		metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	if err != nil {
+		return fmt.Errorf("create EndpointSlice %s: the name exists, and reading it failed: %w", name, err)
+	}
+	if len(list.Items) == 0 {
+		return fmt.Errorf("create EndpointSlice %s: the name existed and is free now: %w", name, errStale)
+	}
+	s := &list.Items[0]
+	if endpoints.Managed(s, service, svc.UID) {
+		return fmt.Errorf("EndpointSlice %s is the controller's and not cached yet: %w", name, errStale)
+	}
+	why := fmt.Sprintf("its label %s is %q", kube.LabelEndpointSliceManagedBy, s.Labels[kube.LabelEndpointSliceManagedBy])
+	advice := "delete it so that the controller can write its own"
+	if s.Labels[kube.LabelEndpointSliceManagedBy] == kube.EndpointSliceManager {
+		why = "it is not controlled by this Service (UID " + string(svc.UID) + ")"
+		if endpoints.Managed(s, service, "") {
+			why, advice = "it belongs to an earlier Service of that name", "the garbage collector deletes it, then the controller writes its own"
+		}
+	}
+	c.events.warn(svc, ReasonSliceNameTaken, fmt.Sprintf("EndpointSlice %s exists and is not this Service's slice of %s (%s); %s",
+		name, kube.EndpointSliceManager, why, advice))
+	return fmt.Errorf("create EndpointSlice %s: the name is taken (%s)", name, why)
 }

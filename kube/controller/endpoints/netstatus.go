@@ -23,7 +23,13 @@ const (
 	FaultNoNetworkStatus      Fault = "NoNetworkStatus"
 	FaultInvalidNetworkStatus Fault = "InvalidNetworkStatus"
 	FaultNoAddressOnNetwork   Fault = "NoAddressOnNetwork"
+	// FaultDuplicateAddress: another endpoint has one of the pod's
+	// addresses and comes first (identifiers.Duplicate).
+	FaultDuplicateAddress Fault = "DuplicateAddress"
 )
+
+// Faults are all the faults, in a fixed order.
+var Faults = []Fault{FaultNoNetworkStatus, FaultInvalidNetworkStatus, FaultNoAddressOnNetwork, FaultDuplicateAddress}
 
 // Addresses are the endpoint addresses of one pod; an invalid Addr means
 // the pod has none in that family.

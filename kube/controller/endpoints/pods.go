@@ -1,6 +1,8 @@
 package endpoints
 
 import (
+	"net/netip"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sllbrd/sllbrd/kube/controller/identifiers"
@@ -57,12 +59,19 @@ func podReady(p *corev1.Pod) bool {
 	return c != nil && c.Status == corev1.ConditionTrue
 }
 
-// Identify returns the pods of cands as identifiers.Pod values.
+// Identify returns the pods of cands as identifiers.Pod values, with
+// their addresses.
 func Identify(cands []Candidate) []identifiers.Pod {
 	out := make([]identifiers.Pod, 0, len(cands))
 	for _, c := range cands {
+		var addrs []string
+		for _, a := range []netip.Addr{c.Addrs.V4, c.Addrs.V6} {
+			if a.IsValid() {
+				addrs = append(addrs, a.String())
+			}
+		}
 		out = append(out, identifiers.Pod{UID: string(c.Pod.UID), Name: c.Pod.Name, Created: c.Pod.CreationTimestamp.Time,
-			Terminating: c.Terminating})
+			Terminating: c.Terminating, Addresses: addrs})
 	}
 	return out
 }

@@ -14,6 +14,9 @@ type Pod struct {
 	// Terminating: the pod is being deleted. It keeps the identifier it
 	// claims until a new pod needs one, and never gets a new one.
 	Terminating bool
+	// Addresses are the pod's endpoint addresses, in any form that is
+	// equal for equal addresses. An address is listed for one pod only.
+	Addresses []string
 }
 
 // Claim says that the pod UID was given identifier ID by an earlier run.
@@ -28,6 +31,9 @@ type Assignment struct {
 	IDs map[string]int
 	// OverLimit lists the pods left without an identifier, oldest first.
 	OverLimit []Pod
+	// Duplicates lists the pods left out because another pod has one of
+	// their addresses (see the package rules), oldest first.
+	Duplicates []Duplicate
 }
 
 // older orders pods by creation time, then name, then UID.
@@ -44,15 +50,16 @@ func older(a, b Pod) int {
 // Assign gives each pod an identifier in 0..max-1 following the package
 // rules. Claims of pods not in pods are ignored (their identifiers are free).
 func Assign(max int, pods []Pod, claims []Claim) Assignment {
-	byAge := slices.Clone(pods)
-	slices.SortFunc(byAge, older)
 	claimed := map[string][]int{}
 	for _, c := range claims {
 		if c.ID >= 0 && c.ID < max {
 			claimed[c.UID] = append(claimed[c.UID], c.ID)
 		}
 	}
-	out := Assignment{IDs: make(map[string]int, len(pods))}
+	byAge, dups := unique(pods, claimed)
+	slices.SortFunc(byAge, older)
+	inherit(dups, claimed)
+	out := Assignment{IDs: make(map[string]int, len(pods)), Duplicates: dups}
 	taken := make(map[int]bool, len(pods))
 	// Keep valid claims, the oldest pod first; a pod with several claims
 	// keeps its lowest free one.

@@ -2,6 +2,7 @@ package identifiers
 
 import (
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -17,6 +18,21 @@ func pod(name string, age int) Pod {
 func terminating(p Pod) Pod {
 	p.Terminating = true
 	return p
+}
+
+// at gives p addresses.
+func at(p Pod, addrs ...string) Pod {
+	p.Addresses = addrs
+	return p
+}
+
+// dups lists the duplicates as "pod<-holder".
+func dups(a Assignment) []string {
+	var out []string
+	for _, d := range a.Duplicates {
+		out = append(out, d.Pod.Name+"<-"+d.Holder.Name)
+	}
+	return out
 }
 
 func ids(a Assignment) map[string]int {
@@ -37,12 +53,13 @@ func names(ps []Pod) []string {
 
 func TestAssign(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
-		max       int
-		pods      []Pod
-		claims    []Claim
-		want      map[string]int
-		overLimit []string
+		name       string
+		max        int
+		pods       []Pod
+		claims     []Claim
+		want       map[string]int
+		overLimit  []string
+		duplicates []string
 	}{
 		{
 			name: "new pods get the lowest identifiers, oldest first",
@@ -142,6 +159,63 @@ func TestAssign(t *testing.T) {
 			max:  32,
 			want: map[string]int{},
 		},
+		{
+			name:       "one address, two pods: the pod listed with it keeps it, the newcomer is left out",
+			max:        8,
+			pods:       []Pod{at(pod("a", 1), "10.0.0.1"), at(pod("b", 2), "10.0.0.2"), at(pod("a2", 3), "10.0.0.1")},
+			claims:     []Claim{{"uid-a", 0}, {"uid-b", 1}},
+			want:       map[string]int{"a": 0, "b": 1},
+			duplicates: []string{"a2<-a"},
+		},
+		{
+			name:       "one address claimed twice (slices of an older release): the older pod keeps it",
+			max:        8,
+			pods:       []Pod{at(pod("young", 2), "10.0.0.1"), at(pod("old", 1), "10.0.0.1")},
+			claims:     []Claim{{"uid-young", 3}, {"uid-old", 3}},
+			want:       map[string]int{"old": 3},
+			duplicates: []string{"young<-old"},
+		},
+		{
+			name:       "no claims: the older pod gets the address",
+			max:        8,
+			pods:       []Pod{at(pod("young", 2), "10.0.0.1"), at(pod("old", 1), "10.0.0.1")},
+			want:       map[string]int{"old": 0},
+			duplicates: []string{"young<-old"},
+		},
+		{
+			name:       "a terminating pod's address goes to the new pod, with its identifier",
+			max:        8,
+			pods:       []Pod{at(pod("a", 1), "10.0.0.1"), at(terminating(pod("b", 2)), "10.0.0.2"), at(pod("b2", 3), "10.0.0.2")},
+			claims:     []Claim{{"uid-a", 0}, {"uid-b", 5}},
+			want:       map[string]int{"a": 0, "b2": 5},
+			duplicates: []string{"b<-b2"},
+		},
+		{
+			name: "replacements take the identifiers of the pods whose addresses they have, whatever their age",
+			max:  8,
+			pods: []Pod{at(terminating(pod("a", 1)), "10.0.0.1"), at(terminating(pod("b", 2)), "10.0.0.2"),
+				at(pod("rb", 3), "10.0.0.2"), at(pod("ra", 4), "10.0.0.1"), at(pod("new", 5), "10.0.0.9")},
+			claims:     []Claim{{"uid-a", 0}, {"uid-b", 1}},
+			want:       map[string]int{"ra": 0, "rb": 1, "new": 2},
+			duplicates: []string{"a<-ra", "b<-rb"},
+		},
+		{
+			name: "dual-stack: one shared address is enough to be left out",
+			max:  8,
+			pods: []Pod{at(pod("a", 1), "10.0.0.1", "fd00::1"), at(pod("b", 2), "10.0.0.2", "fd00::1"),
+				at(pod("c", 3), "10.0.0.3", "fd00::3")},
+			claims:     []Claim{{"uid-a", 0}},
+			want:       map[string]int{"a": 0, "c": 1},
+			duplicates: []string{"b<-a"},
+		},
+		{
+			name:       "two terminating pods with one address: the one listed keeps it until a new pod needs it",
+			max:        8,
+			pods:       []Pod{at(terminating(pod("a", 1)), "10.0.0.1"), at(terminating(pod("b", 2)), "10.0.0.1")},
+			claims:     []Claim{{"uid-b", 4}},
+			want:       map[string]int{"b": 4},
+			duplicates: []string{"a<-b"},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := slices.Clone(tc.pods)
@@ -152,7 +226,10 @@ func TestAssign(t *testing.T) {
 			if !slices.Equal(names(got.OverLimit), tc.overLimit) {
 				t.Errorf("OverLimit = %v, want %v", names(got.OverLimit), tc.overLimit)
 			}
-			if !slices.Equal(in, tc.pods) {
+			if !slices.Equal(dups(got), tc.duplicates) {
+				t.Errorf("Duplicates = %v, want %v", dups(got), tc.duplicates)
+			}
+			if !reflect.DeepEqual(in, tc.pods) {
 				t.Errorf("Assign modified its input")
 			}
 		})

@@ -28,8 +28,14 @@
 //     template's), and the parameters' resources when given;
 //   - replicas: the parameters' when given, else the template's;
 //   - the annotation meridio-experiment/sllbr-hash: a hash of all the above,
-//     by which the controller decides whether the Deployment must be
-//     updated.
+//     by which the controller sees that what it renders changed.
+//
+// The controller writes the rendered Deployment with server-side apply
+// (Apply: the rendered fields, no status), so the fields Render sets are
+// the controller's field manager's and nothing else is: other tools'
+// labels, annotations and fields stay. Drifted says when to apply again:
+// the hash changed, or a field the controller set is no longer its own
+// with its value (someone changed it; applying reverts it).
 //
 // The image of the sllbrd container is the template's when it names one;
 // when it names none, SetDefaultImage gives it the controller's own image

@@ -6,7 +6,11 @@
 // status the way the Gateway API asks: conditions of other types and status
 // entries of other controllers are kept, a condition keeps its
 // lastTransitionTime while its status does not change, and every condition
-// carries the observedGeneration it was computed from.
+// carries the observedGeneration it was computed from. A Gateway that left
+// the controller's class loses what the controller wrote: Written reads
+// from the Gateway's managedFields which conditions (by the message's
+// owner) and whether the addresses its field manager still owns, Without
+// removes them; what another controller wrote since is its own and stays.
 //
 // Conditions and reasons (documented for users in docs/controller.md):
 //   - GatewayClass Accepted: True/Accepted; False/InvalidParameters when the

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -93,4 +94,51 @@ func podsNote(ps []PodProblem) string {
 		b.WriteString("; " + p.Message)
 	}
 	return b.String()
+}
+
+// Written returns the parts of a Gateway's status that manager wrote and
+// owns still, read from the Gateway's managedFields (the entries of manager
+// for the status subresource): the types of the conditions whose message
+// it set, and whether it set status.addresses. A Gateway that moved to
+// another controller keeps what that controller wrote since (it owns the
+// message of a condition it set, and the addresses if it set them), and
+// loses with Without only what sllbrd's controller left there.
+func Written(gw *gatewayv1.Gateway, manager string) (conditions []string, addresses bool, err error) {
+	for _, mf := range gw.ManagedFields {
+		if mf.Manager != manager || mf.Subresource != "status" || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Status struct {
+				Conditions map[string]map[string]json.RawMessage `json:"f:conditions"`
+				Addresses  json.RawMessage                       `json:"f:addresses"`
+			} `json:"f:status"`
+		}
+		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
+			return nil, false, fmt.Errorf("managedFields of %s: %w", manager, err)
+		}
+		for key, item := range fields.Status.Conditions {
+			var k struct {
+				Type string `json:"type"`
+			}
+			if _, set := item["f:message"]; !set || !strings.HasPrefix(key, "k:") || json.Unmarshal([]byte(key[2:]), &k) != nil || k.Type == "" {
+				continue
+			}
+			conditions = append(conditions, k.Type)
+		}
+		addresses = addresses || fields.Status.Addresses != nil
+	}
+	slices.Sort(conditions)
+	return slices.Compact(conditions), addresses, nil
+}
+
+// Without returns a copy of the status without the conditions of the
+// given types, and without the addresses when addresses is true.
+func Without(s gatewayv1.GatewayStatus, conditions []string, addresses bool) gatewayv1.GatewayStatus {
+	out := *s.DeepCopy()
+	out.Conditions = slices.DeleteFunc(out.Conditions, func(c metav1.Condition) bool { return slices.Contains(conditions, c.Type) })
+	if addresses {
+		out.Addresses = nil
+	}
+	return out
 }
