@@ -57,7 +57,7 @@ func TestControllerRBAC(t *testing.T) {
 	checkGrants(t, "Role sllbrd-controller", grants(role.Rules), map[string][]string{
 		"/pods": {"get", "list", "watch", "patch"}, "/services": watch, "/configmaps": watch,
 		"discovery.k8s.io/endpointslices":                          write,
-		"apps/deployments":                                         {"list", "watch", "create", "update", "patch", "delete"},
+		"apps/deployments":                                         {"list", "watch", "create", "patch", "delete"},
 		"apps/replicasets":                                         watch,
 		"gateway.networking.k8s.io/gateways":                       watch,
 		"gateway.networking.k8s.io/gateways/status":                {"update"},

@@ -42,10 +42,12 @@ func (e *env) applyApp() {
 		return e.targetsConfigured(e.pods(appSelector), len(e.pods(sllbrSelector)))
 	})
 	e.record("application pods hold the VIPs and routes", time.Since(start))
-	for _, p := range e.pods(appSelector) {
+	apps := e.pods(appSelector)
+	for _, p := range apps {
 		e.checkCaps(p, "sllbrd-target", 1<<12) // NET_ADMIN only (docs/target.md)
 		e.checkCaps(p, "application", 0)
 	}
+	e.checkSidecarToken(apps[0], apps[1])
 	e.waitFor(time.Minute, "BIRD routes the VIPs via every SLLBR pod", func() (bool, string) {
 		return e.birdSeesAll(e.pods(sllbrSelector))
 	})
