@@ -53,6 +53,7 @@ func (c *Controller) reconcileGateway(ctx context.Context, name string) error {
 	}
 	in.Deployment = c.deploymentReplicas(gw)
 	in.Pods = c.podProblems(gw)
+	in.RoutesLeftOut = c.gatewayRoutesLeftOut(gw.Name)
 	return c.writeGatewayStatus(ctx, gw, in)
 }
 

@@ -87,7 +87,7 @@ func TestIntegrationGatewayLeavesTheClass(t *testing.T) {
 	r := e.startController("first")
 	e.waitLeading(r)
 	for i, name := range []string{"moves", "seed-form", "swapped", "taken"} {
-		e.waitGatewayStatus(name, fmt.Sprintf("True/Accepted@1 False/NoReadyReplicas@1 [20.0.0.%d] []", i+1))
+		e.waitGatewayStatus(name, fmt.Sprintf("True/Accepted@1 False/NoReadyReplicas@1 [20.0.0.%d] [TargetsConfigured]", i+1))
 	}
 	// A condition of another tool's on two of them.
 	healthy := func(s *gatewayv1.GatewayStatus) {
@@ -112,7 +112,7 @@ func TestIntegrationGatewayLeavesTheClass(t *testing.T) {
 		if err := e.gw.GatewayV1().GatewayClasses().Delete(e.ctx, "swap", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		e.waitGatewayStatus("swapped", "False/UnknownGatewayClass@1 False/NoReadyReplicas@1 [] [example.org/Healthy]")
+		e.waitGatewayStatus("swapped", "False/UnknownGatewayClass@1 False/NoReadyReplicas@1 [] [TargetsConfigured example.org/Healthy]")
 		e.createClassOf("swap", "example.org/other")
 		e.waitGatewayStatus("swapped", "  [] [example.org/Healthy]")
 	})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/sllbrd/sllbrd/kube"
@@ -115,18 +116,37 @@ func (c *Controller) reportLeftOut(pod *corev1.Pod, leftOut []target.Rejection) 
 
 // reportsLeftOut reports whether one of our parent entries of r says that
 // something is left out.
-func reportsLeftOut(r *v1alpha1.L34Route) bool {
+func reportsLeftOut(r *v1alpha1.L34Route) bool { return leftOutCondition(r, "") != nil }
+
+// leftOutCondition returns the TargetsConfigured condition of our parent
+// entry of r for gateway ("": any) when it says that something is left
+// out, else nil.
+func leftOutCondition(r *v1alpha1.L34Route, gateway string) *metav1.Condition {
 	for _, p := range r.Status.Parents {
-		if p.ControllerName != kube.ControllerName {
+		if p.ControllerName != kube.ControllerName || (gateway != "" && string(p.ParentRef.Name) != gateway) {
 			continue
 		}
-		for _, cond := range p.Conditions {
-			if cond.Type == status.TypeTargetsConfigured && cond.Status == "False" && cond.Reason != status.ReasonNotAccepted {
-				return true
+		for i, cond := range p.Conditions {
+			if cond.Type == status.TypeTargetsConfigured && cond.Status == metav1.ConditionFalse && cond.Reason != status.ReasonNotAccepted {
+				return &p.Conditions[i]
 			}
 		}
 	}
-	return false
+	return nil
+}
+
+// gatewayRoutesLeftOut lists the Gateway's L34Routes that say something of
+// them is left out of target pods (their TargetsConfigured condition), for
+// the Gateway's own condition. A route's condition changes its status,
+// which requeues the Gateways it names (onL34Route).
+func (c *Controller) gatewayRoutesLeftOut(gateway string) []status.RouteLeftOut {
+	var out []status.RouteLeftOut
+	for _, r := range listCustom[*v1alpha1.L34Route](c.inf.routes) {
+		if cond := leftOutCondition(r, gateway); cond != nil {
+			out = append(out, status.RouteLeftOut{Route: r.Namespace + "/" + r.Name, Reason: cond.Reason, Message: cond.Message})
+		}
+	}
+	return out
 }
 
 // routeLeftOut returns what of r, a route of the owned Gateway gateway,

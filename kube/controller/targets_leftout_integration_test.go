@@ -64,6 +64,27 @@ func (e *env) routeTargets(route, gateway string) (string, string) {
 	return "", ""
 }
 
+// waitGatewayTargets waits until the Gateway's TargetsConfigured condition
+// is want ("Status/Reason") and its message contains each of parts.
+func (e *env) waitGatewayTargets(gateway, want string, parts ...string) {
+	e.t.Helper()
+	e.waitFor(fmt.Sprintf("Gateway %s TargetsConfigured %s saying %q", gateway, want, parts), func() (bool, string) {
+		for _, c := range e.gateway(gateway).Status.Conditions {
+			if c.Type != "TargetsConfigured" {
+				continue
+			}
+			got := string(c.Status) + "/" + c.Reason
+			for _, p := range parts {
+				if !strings.Contains(c.Message, p) {
+					return false, got + ": " + c.Message
+				}
+			}
+			return got == want, got + ": " + c.Message
+		}
+		return false, "no TargetsConfigured condition"
+	})
+}
+
 // waitRouteTargets waits until the route's TargetsConfigured condition
 // is want and its message contains each of parts; it returns the message.
 func (e *env) waitRouteTargets(route, gateway, want string, parts ...string) string {
@@ -148,6 +169,10 @@ func TestIntegrationTargetNetworkLeavesOutWhatTheTargetRefuses(t *testing.T) {
 			t.Errorf("the condition names t3, which holds all of b's VIPs: %s", msg)
 		}
 		e.waitRouteTargets("a", "sllb-a", "True/TargetsConfigured")
+		// The Gateways say it too: sllb-b names its route left out,
+		// sllb-a has nothing left out.
+		e.waitGatewayTargets("sllb-b", "False/VIPConflict", "L34Route "+e.ns+"/b: on pod t1: VIP 20.0.0.1/32 of L34Route b (Gateway sllb-b) left out")
+		e.waitGatewayTargets("sllb-a", "True/TargetsConfigured")
 		e.waitEvent("Pod", "t1", controller.ReasonTargetNetworkPartial, "L34Route a (Gateway sllb-a) puts it on the pod too")
 		// The route is accepted all the same: the SLLBR pods of sllb-b
 		// serve it, and t3 holds its VIPs.
@@ -160,6 +185,7 @@ func TestIntegrationTargetNetworkLeavesOutWhatTheTargetRefuses(t *testing.T) {
 		}
 		e.waitNetwork("t1", "sllb-b:50001 vips=[20.0.0.1/32 30.0.0.1/32] v4=[] v6=[]")
 		e.waitRouteTargets("b", "sllb-b", "True/TargetsConfigured")
+		e.waitGatewayTargets("sllb-b", "True/TargetsConfigured")
 	})
 
 	t.Run("a new route cannot take a VIP away; leaving a Service ends the conflict", func(t *testing.T) {

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -41,10 +42,21 @@ type Gateway struct {
 	VIPs []netip.Addr
 	// Pods are why SLLBR pods do not start or become ready (PodProblems).
 	Pods []PodProblem
+	// RoutesLeftOut are the Gateway's L34Routes that are left out of some
+	// target pods' configuration (their TargetsConfigured condition).
+	RoutesLeftOut []RouteLeftOut
 }
 
-// GatewayStatus returns the Gateway's addresses and its Accepted and
-// Programmed conditions (transition times left for MergeConditions).
+// RouteLeftOut is an L34Route whose TargetsConfigured condition towards
+// the Gateway is False for a reason other than NotAccepted.
+type RouteLeftOut struct {
+	Route           string // namespace/name
+	Reason, Message string
+}
+
+// GatewayStatus returns the Gateway's addresses and its Accepted,
+// Programmed and TargetsConfigured conditions (transition times left for
+// MergeConditions).
 func GatewayStatus(g Gateway) ([]gatewayv1.GatewayStatusAddress, []metav1.Condition) {
 	accepted := condition(TypeAccepted, true, string(gatewayv1.GatewayReasonAccepted), "Accepted by sllbrd", g.Generation)
 	if p := g.NotAccepted; p != nil {
@@ -62,7 +74,33 @@ func GatewayStatus(g Gateway) ([]gatewayv1.GatewayStatusAddress, []metav1.Condit
 	for _, a := range vips {
 		addrs = append(addrs, gatewayv1.GatewayStatusAddress{Type: ptr.To(gatewayv1.IPAddressType), Value: a.String()})
 	}
-	return addrs, []metav1.Condition{accepted, programmed(g, omitted)}
+	return addrs, []metav1.Condition{accepted, programmed(g, omitted), gatewayTargets(g)}
+}
+
+// maxRouteMessage bounds what the Gateway's condition quotes of each
+// route's.
+const maxRouteMessage = 500
+
+// gatewayTargets is the Gateway's TargetsConfigured condition: True when
+// every target pod holds the VIPs of every accepted L34Route of the Gateway;
+// False, with the reason of the first route (conflicts first), naming the
+// routes left out and why, when some pods do not (each route's own
+// condition names the pods).
+func gatewayTargets(g Gateway) metav1.Condition {
+	if len(g.RoutesLeftOut) == 0 {
+		return condition(TypeTargetsConfigured, true, TypeTargetsConfigured,
+			"Every target pod's network configuration holds the VIPs of the Gateway's accepted L34Routes", g.Generation)
+	}
+	routes := slices.Clone(g.RoutesLeftOut)
+	slices.SortFunc(routes, func(a, b RouteLeftOut) int {
+		return cmp.Or(cmp.Compare(reasonRank(a.Reason), reasonRank(b.Reason)), cmp.Compare(a.Route, b.Route))
+	})
+	parts := make([]string, len(routes))
+	for i, r := range routes {
+		parts[i] = "L34Route " + r.Route + ": " + clipTo(r.Message, maxRouteMessage)
+	}
+	return condition(TypeTargetsConfigured, false, routes[0].Reason,
+		"Left out of target pods' configuration (each L34Route's TargetsConfigured condition): "+firstOf(parts, "L34Routes"), g.Generation)
 }
 
 func programmed(g Gateway, omitted string) metav1.Condition {

@@ -67,16 +67,21 @@ func RouteTargetsCondition(r *v1alpha1.L34Route, accepted bool, problems []Targe
 	slices.SortFunc(groups, func(a, b *group) int {
 		return cmp.Or(cmp.Compare(reasonRank(a.reason), reasonRank(b.reason)), cmp.Compare(a.message, b.message))
 	})
-	var parts []string
+	parts := make([]string, len(groups))
 	for i, g := range groups {
-		if i == shownTargetProblems {
-			parts = append(parts, fmt.Sprintf("and %d more (Events on the pods)", len(groups)-i))
-			break
-		}
 		slices.Sort(g.pods)
-		parts = append(parts, podsList(g.pods)+": "+g.message)
+		parts[i] = podsList(g.pods) + ": " + g.message
 	}
-	return condition(TypeTargetsConfigured, false, groups[0].reason, strings.Join(parts, "; "), r.Generation)
+	return condition(TypeTargetsConfigured, false, groups[0].reason, firstOf(parts, "(Events on the pods)"), r.Generation)
+}
+
+// firstOf joins the first shownTargetProblems parts and says how many more
+// there are, and where to find them.
+func firstOf(parts []string, where string) string {
+	if len(parts) > shownTargetProblems {
+		parts = append(parts[:shownTargetProblems:shownTargetProblems], fmt.Sprintf("and %d more %s", len(parts)-shownTargetProblems, where))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // reasonRank puts conflicts first: they name the other route to change.

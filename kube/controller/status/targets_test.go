@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sllbrd/sllbrd/kube/api/v1alpha1"
+	"github.com/sllbrd/sllbrd/kube/target"
 )
 
 func TestRouteTargetsCondition(t *testing.T) {
@@ -41,5 +42,34 @@ func TestRouteTargetsCondition(t *testing.T) {
 	if !strings.HasPrefix(c.Message, "on pods p0, p1, p2, p3, p4 and 3 more: problem 0; ") || !strings.HasSuffix(c.Message, "; and 3 more (Events on the pods)") ||
 		c.Reason != "TargetLimit" {
 		t.Errorf("many: %s %q", c.Reason, c.Message)
+	}
+}
+
+// TestGatewayTargets: the Gateway's TargetsConfigured condition names its
+// routes left out, conflicts first, each route's message bounded, at most
+// shownTargetProblems of them.
+func TestGatewayTargets(t *testing.T) {
+	if c := gatewayTargets(Gateway{Generation: 2}); summary(c) != "TargetsConfigured=True/TargetsConfigured@2" {
+		t.Errorf("nothing left out: %s", summary(c))
+	}
+	long := strings.Repeat("x", 2*maxRouteMessage)
+	g := Gateway{Generation: 3, RoutesLeftOut: []RouteLeftOut{
+		{Route: "ns/z-limit", Reason: target.RejectedLimit, Message: "on pod t2: VIPs ... left out: too many"},
+		{Route: "ns/b-conflict", Reason: target.RejectedConflict, Message: "on pod t1: VIP 20.0.0.1/32 ... left out"},
+		{Route: "ns/c-long", Reason: target.RejectedInvalid, Message: long},
+	}}
+	c := gatewayTargets(g)
+	if summary(c) != "TargetsConfigured=False/VIPConflict@3" {
+		t.Errorf("left out: %s", summary(c))
+	}
+	b, l, z := strings.Index(c.Message, "ns/b-conflict"), strings.Index(c.Message, "ns/c-long"), strings.Index(c.Message, "ns/z-limit")
+	if b < 0 || l < b || z < l || strings.Contains(c.Message, long) {
+		t.Errorf("message %q: want the conflict first, then by name, each bounded", c.Message)
+	}
+	for i := range shownTargetProblems + 2 {
+		g.RoutesLeftOut = append(g.RoutesLeftOut, RouteLeftOut{Route: fmt.Sprintf("ns/more-%d", i), Reason: target.RejectedLimit, Message: "m"})
+	}
+	if c := gatewayTargets(g); !strings.HasSuffix(c.Message, "and 5 more L34Routes") {
+		t.Errorf("many routes: %q", c.Message)
 	}
 }
