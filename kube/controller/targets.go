@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -161,24 +160,10 @@ func (c *Controller) sllbrNextHopPods(gw *gatewayv1.Gateway) []*corev1.Pod {
 	return slices.DeleteFunc(pods, func(p *corev1.Pod) bool { return !c.nextHopOf(p, ds) })
 }
 
-// nextHopOf reports whether p is a pod of one of ds: its controller
-// reference names a ReplicaSet (name and UID) that one of ds controls (UID),
-// and p runs as the ServiceAccount of that ReplicaSet's pod template. The
-// last check is there because owner references are not identity either:
-// whoever may patch a pod may point its controller reference at an SLLBR
-// ReplicaSet, but a pod's ServiceAccount is fixed when it is created.
+// nextHopOf reports whether p is a pod of one of ds (sllbr.PodOf: owner
+// chain by UID, and the ServiceAccount of its ReplicaSet's template).
 func (c *Controller) nextHopOf(p *corev1.Pod, ds []*appsv1.Deployment) bool {
-	rs := sllbr.ReplicaSetOf(p, c.inf.replicaSets)
-	if rs == nil || serviceAccountOf(p.Spec) != serviceAccountOf(rs.Spec.Template.Spec) {
-		return false
-	}
-	return slices.ContainsFunc(ds, func(d *appsv1.Deployment) bool { return sllbr.ReplicaSetOwnedBy(rs, d) })
-}
-
-// serviceAccountOf is the ServiceAccount a pod of spec runs as ("default"
-// when it names none, as the ServiceAccount admission plugin sets it).
-func serviceAccountOf(spec corev1.PodSpec) string {
-	return cmp.Or(spec.ServiceAccountName, "default")
+	return slices.ContainsFunc(ds, func(d *appsv1.Deployment) bool { return sllbr.PodOf(p, d, c.inf.replicaSets) })
 }
 
 // patchTargetNetwork writes (or, value "", removes) the pod's desired

@@ -1,6 +1,8 @@
 package sllbr
 
 import (
+	"cmp"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,12 +30,22 @@ func ReplicaSetOf(pod *corev1.Pod, rss ReplicaSets) *appsv1.ReplicaSet {
 }
 
 // PodOf reports whether pod is a pod of the Deployment d, by the owner
-// chain alone: the pod's controller reference names a ReplicaSet (name and
-// UID) whose controller reference names d (UID). Labels are not consulted:
-// anyone who can patch pods can set them, so a pod with the SLLBR labels
-// and another owner is not an SLLBR pod.
+// chain: the pod's controller reference names a ReplicaSet (name and UID)
+// whose controller reference names d (UID), and the pod runs as the
+// ServiceAccount of that ReplicaSet's pod template. Labels are not
+// consulted: anyone who can patch pods can set them. Owner references are
+// not identity either (whoever may patch a pod may point its controller
+// reference at an SLLBR ReplicaSet), but a pod's ServiceAccount is fixed
+// when it is created, and only the Deployment's pods run as its own.
 func PodOf(pod *corev1.Pod, d *appsv1.Deployment, rss ReplicaSets) bool {
-	return ReplicaSetOwnedBy(ReplicaSetOf(pod, rss), d)
+	rs := ReplicaSetOf(pod, rss)
+	return rs != nil && serviceAccountOf(pod.Spec) == serviceAccountOf(rs.Spec.Template.Spec) && ReplicaSetOwnedBy(rs, d)
+}
+
+// serviceAccountOf is the ServiceAccount a pod of spec runs as ("default"
+// when it names none, as the ServiceAccount admission plugin sets it).
+func serviceAccountOf(spec corev1.PodSpec) string {
+	return cmp.Or(spec.ServiceAccountName, "default")
 }
 
 // ReplicaSetOwnedBy reports whether rs is controlled by the Deployment d

@@ -58,6 +58,11 @@ func TestPodOfFollowsOwnersNotLabels(t *testing.T) {
 		{"an owner that is not the controller", sllbrPod("p5", notController), false},
 		{"a ReplicaSet no Deployment controls", sllbrPod("p6", controllerRef("ReplicaSet", "orphan", "orphan-uid")), false},
 		{"a ReplicaSet not in the cache", sllbrPod("p7", controllerRef("ReplicaSet", "gone", "gone-uid")), false},
+		{"the ReplicaSet's pod under another ServiceAccount", func() *corev1.Pod {
+			p := sllbrPod("p8", controllerRef("ReplicaSet", "sllbrd-sllb-a-1", "rs-uid"))
+			p.Spec.ServiceAccountName = "app"
+			return p
+		}(), false},
 		{"a controller of another kind", sllbrPod("p8", controllerRef("StatefulSet", "sllbrd-sllb-a-1", "rs-uid")), false},
 	} {
 		if got := PodOf(tc.pod, d, rss); got != tc.want {
