@@ -15,7 +15,7 @@
 //     (with identifiers), the status of the objects, the SLLBR Deployment
 //     of each Gateway of sllbrd's GatewayClass and the desired network
 //     configuration of the target pods.
-//   - kube/target: the target pods' two annotations and the agent of
+//   - kube/targetpod: the target pods' two annotations and the agent of
 //     `sllbrd target`, which applies them with internal/targetnet.
 //
 // Outside kube only cmd/sllbrd (to build the API-server client) and tests

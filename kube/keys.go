@@ -73,9 +73,9 @@ const (
 	ComponentSLLBR = "sllbr"
 	// AnnotationTargetNetwork on an application pod (an endpoint of a
 	// Service of an owned Gateway) is the network configuration the
-	// controller wants in it: JSON, kube/target.Desired (docs/target.md).
+	// controller wants in it: JSON, kube/targetpod.Desired (docs/target.md).
 	AnnotationTargetNetwork = "meridio-experiment/target-network"
 	// AnnotationTargetNetworkStatus on the same pod is what `sllbrd target`
-	// applied: JSON, kube/target.Status.
+	// applied: JSON, kube/targetpod.Status.
 	AnnotationTargetNetworkStatus = "meridio-experiment/target-network-status"
 )

@@ -14,18 +14,18 @@ import (
 	"github.com/sllbrd/sllbrd/internal/harness/lab"
 	"github.com/sllbrd/sllbrd/internal/targetnet"
 	"github.com/sllbrd/sllbrd/kube"
-	"github.com/sllbrd/sllbrd/kube/target"
+	"github.com/sllbrd/sllbrd/kube/targetpod"
 )
 
 // status reads target i's status annotation (zero Status when absent).
-func (c *cluster) status(i int) target.Status {
+func (c *cluster) status(i int) targetpod.Status {
 	c.t.Helper()
-	s, _ := target.ParseStatus(c.pod(lab.TargetName(i)).Annotations[kube.AnnotationTargetNetworkStatus])
+	s, _ := targetpod.ParseStatus(c.pod(lab.TargetName(i)).Annotations[kube.AnnotationTargetNetworkStatus])
 	return s
 }
 
 // hopsOf renders a status's next hops of sllb-a as "v4 v4 | v6 v6".
-func hopsOf(s target.Status) string {
+func hopsOf(s targetpod.Status) string {
 	for _, g := range s.Gateways {
 		if g.Name == "sllb-a" {
 			return fmt.Sprint(g.NextHops.IPv4, " ", g.NextHops.IPv6)
@@ -35,7 +35,7 @@ func hopsOf(s target.Status) string {
 }
 
 // vipsOf lists a status's VIPs of sllb-a.
-func vipsOf(s target.Status) []netip.Prefix {
+func vipsOf(s targetpod.Status) []netip.Prefix {
 	for _, g := range s.Gateways {
 		if g.Name == "sllb-a" {
 			return g.VIPs
@@ -55,7 +55,7 @@ func wantHops(lbs ...int) string {
 }
 
 // allTargets reports whether ok holds for the status of every target.
-func (c *cluster) allTargets(targets []int, ok func(target.Status) bool) bool {
+func (c *cluster) allTargets(targets []int, ok func(targetpod.Status) bool) bool {
 	for _, i := range targets {
 		if s := c.status(i); !ok(s) {
 			return false

@@ -16,7 +16,7 @@ import (
 	"github.com/sllbrd/sllbrd/internal/harness/lab"
 	"github.com/sllbrd/sllbrd/internal/harness/require"
 	"github.com/sllbrd/sllbrd/kube/api/v1alpha1"
-	"github.com/sllbrd/sllbrd/kube/target"
+	"github.com/sllbrd/sllbrd/kube/targetpod"
 )
 
 // TestIntegrationCluster runs the whole system as in a cluster, network
@@ -121,7 +121,7 @@ spec:
 
 var l34RouteGVR = v1alpha1.SchemeGroupVersion.WithResource(v1alpha1.ResourceL34Routes)
 
-func hasVIPs(s target.Status, vips ...netip.Addr) bool {
+func hasVIPs(s targetpod.Status, vips ...netip.Addr) bool {
 	for _, v := range vips {
 		if !slices.Contains(vipsOf(s), netip.PrefixFrom(v, v.BitLen())) {
 			return false
@@ -147,7 +147,7 @@ func (c *cluster) phaseVIPAddedAndRemoved() {
 	targets := []int{1, 2, 3}
 	var steps []string
 	waitFor(c.t, 30*time.Second, "the new VIPs on every target", func() bool {
-		return c.allTargets(targets, func(s target.Status) bool { return s.Ready && hasVIPs(s, vip4b, vip6b) })
+		return c.allTargets(targets, func(s targetpod.Status) bool { return s.Ready && hasVIPs(s, vip4b, vip6b) })
 	})
 	steps = append(steps, since("on every target", t0))
 	waitFor(c.t, 30*time.Second, "the new VIPs announced by both SLLBRs", func() bool {
@@ -169,7 +169,7 @@ func (c *cluster) phaseVIPAddedAndRemoved() {
 		c.t.Fatal(err)
 	}
 	waitFor(c.t, 30*time.Second, "the VIPs gone from every target", func() bool {
-		return c.allTargets(targets, func(s target.Status) bool { return s.Ready && len(vipsOf(s)) == 2 && !hasVIPs(s, vip4b) })
+		return c.allTargets(targets, func(s targetpod.Status) bool { return s.Ready && len(vipsOf(s)) == 2 && !hasVIPs(s, vip4b) })
 	})
 	steps = []string{since("gone from every target", t0)}
 	waitFor(c.t, 30*time.Second, "the VIPs withdrawn", func() bool { return len(c.gatewayVia(vip4b))+len(c.gatewayVia(vip6b)) == 0 })
@@ -214,7 +214,7 @@ func (c *cluster) phaseScaling() {
 	t0 := time.Now()
 	c.postLBPod(3)
 	waitFor(c.t, 30*time.Second, "every target's next hops include lb3", func() bool {
-		return c.allTargets(targets, func(s target.Status) bool { return hopsOf(s) == wantHops(1, 2, 3) && s.Ready })
+		return c.allTargets(targets, func(s targetpod.Status) bool { return hopsOf(s) == wantHops(1, 2, 3) && s.Ready })
 	})
 	steps := []string{since("applied by every target", t0)}
 	waitFor(c.t, 30*time.Second, "replies through lb3", func() bool {
@@ -235,7 +235,7 @@ func (c *cluster) phaseScaling() {
 	stopped := make(chan error, 1)
 	go func() { stopped <- c.lbs[3].Proc.Stop() }()
 	waitFor(c.t, 30*time.Second, "every target's next hops without lb3", func() bool {
-		return c.allTargets(targets, func(s target.Status) bool { return hopsOf(s) == wantHops(1, 2) && s.Ready })
+		return c.allTargets(targets, func(s targetpod.Status) bool { return hopsOf(s) == wantHops(1, 2) && s.Ready })
 	})
 	steps = []string{since("applied by every target", t0)}
 	waitFor(c.t, 30*time.Second, "lb3 withdrawn", func() bool { return slices.Equal(c.gatewayVia(vip4), []int{1, 2}) })

@@ -10,7 +10,7 @@
 // objects, the SLLBR Deployment of each Gateway, and the desired network
 // configuration of the target pods.
 //
-// `sllbrd target` is the sidecar of an application pod (kube/target,
+// `sllbrd target` is the sidecar of an application pod (kube/targetpod,
 // internal/targetnet; flags in target.go): it applies its own pod's
 // desired network configuration (VIPs on lo, routes from the VIPs over the
 // SLLBR pods) in the pod's network namespace and reports what it applied.

@@ -13,10 +13,10 @@ import (
 
 	"github.com/sllbrd/sllbrd/internal/metrics"
 	"github.com/sllbrd/sllbrd/internal/targetnet"
-	"github.com/sllbrd/sllbrd/kube/target"
+	"github.com/sllbrd/sllbrd/kube/targetpod"
 )
 
-var _ target.Metrics = (*metrics.Target)(nil)
+var _ targetpod.Metrics = (*metrics.Target)(nil)
 
 // DefaultTargetMetricsAddress is where `sllbrd target` serves /metrics,
 // /healthz and /readyz unless told otherwise (9100 is the SLLBR's).
@@ -82,8 +82,8 @@ func runTarget(ctx context.Context, cfg *targetConfig, log *slog.Logger) error {
 	}
 	defer kernel.Close()
 	m := metrics.NewTarget()
-	agent := target.NewAgent(client, ns, cfg.pod, targetnet.New(kernel), target.WithLogger(log), target.WithMetrics(m),
-		target.WithRequireConfig(cfg.requireConfig), target.WithLoopOptions(targetnet.WithResync(cfg.resync)))
+	agent := targetpod.NewAgent(client, ns, cfg.pod, targetnet.New(kernel), targetpod.WithLogger(log), targetpod.WithMetrics(m),
+		targetpod.WithRequireConfig(cfg.requireConfig), targetpod.WithLoopOptions(targetnet.WithResync(cfg.resync)))
 	log.Info("sllbrd target starting", "version", version, "pod", ns+"/"+cfg.pod, "metrics_address", cfg.metricsAddress)
 	return runWithAdmin(ctx, log, cfg.metricsAddress, agent.Ready, agent.Run, m)
 }

@@ -11,7 +11,7 @@ import (
 var ApplyBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5}
 
 // Target records what `sllbrd target` does; it implements
-// kube/target.Metrics and is a prometheus.Collector. Its methods are safe
+// kube/targetpod.Metrics and is a prometheus.Collector. Its methods are safe
 // for concurrent use.
 type Target struct {
 	vips        *prometheus.GaugeVec

@@ -2,7 +2,7 @@
 // pod (a target of a Gateway) as `sllbrd target` is told to: the Gateways'
 // VIPs as local addresses, and everything sent from a VIP routed back
 // through the Gateway's SLLBR pods. It knows netlink and plain types only;
-// kube/target turns the pod annotation into a Desired.
+// kube/targetpod turns the pod annotation into a Desired.
 //
 // Per Gateway and per address family that has VIPs:
 //

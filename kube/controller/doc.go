@@ -19,7 +19,7 @@
 //     owner chain, never by labels; status.PodProblems);
 //   - writes the desired network configuration of every endpoint pod of
 //     the Gateways' Services into its kube.AnnotationTargetNetwork
-//     annotation (targets.go, schema in kube/target): per Gateway its
+//     annotation (targets.go, schema in kube/targetpod): per Gateway its
 //     VIPs, the addresses of its ready SLLBR pods and a routing table kept
 //     for the Gateway's life on the pod; only when it changes, by a merge
 //     patch conditional on the resourceVersion read, removed when no

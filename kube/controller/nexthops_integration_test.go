@@ -13,7 +13,7 @@ import (
 
 	"github.com/sllbrd/sllbrd/kube"
 	"github.com/sllbrd/sllbrd/kube/controller/sllbr"
-	"github.com/sllbrd/sllbrd/kube/target"
+	"github.com/sllbrd/sllbrd/kube/targetpod"
 )
 
 // newTargetEnv is an env with the Gateway sllb-a, its Service service-a
@@ -155,7 +155,7 @@ func TestIntegrationNextHopsByOwner(t *testing.T) {
 	waitHops := func(t *testing.T, want string) {
 		t.Helper()
 		waitWatched(t, w, func(p *corev1.Pod) bool {
-			d, _ := target.ParseDesired(p.Annotations[kube.AnnotationTargetNetwork])
+			d, _ := targetpod.ParseDesired(p.Annotations[kube.AnnotationTargetNetwork])
 			got := summary(d)
 			for _, a := range lookAlikes {
 				if strings.Contains(got, a) {

@@ -17,18 +17,18 @@ import (
 	"github.com/sllbrd/sllbrd/kube"
 	"github.com/sllbrd/sllbrd/kube/controller/endpoints"
 	"github.com/sllbrd/sllbrd/kube/controller/sllbr"
-	"github.com/sllbrd/sllbrd/kube/target"
+	"github.com/sllbrd/sllbrd/kube/targetpod"
 	"github.com/sllbrd/sllbrd/model"
 )
 
 // Event reasons on target pods.
 const (
 	// ReasonTargetNetworkNotWritten: what the controller computed fails
-	// the target's own check (target.Desired.Validate), so nothing is
+	// the target's own check (targetpod.Desired.Validate), so nothing is
 	// written; Admit makes this a bug to report.
 	ReasonTargetNetworkNotWritten = "TargetNetworkNotWritten"
 	// ReasonTargetNetworkPartial: parts of the pod's configuration are
-	// left out (target.Admit); the note lists what and why.
+	// left out (targetpod.Admit); the note lists what and why.
 	ReasonTargetNetworkPartial = "TargetNetworkPartial"
 )
 
@@ -36,7 +36,7 @@ const (
 // (kube.AnnotationTargetNetwork) from the Services that select it: per
 // owned Gateway its VIPs, the addresses of its ready SLLBR pods and a
 // routing table; the annotation is removed when no Gateway is left. What
-// the target would refuse is left out (target.Admit), reported on the pod
+// the target would refuse is left out (targetpod.Admit), reported on the pod
 // and on the L34Routes concerned (TargetsConfigured), and the rest is
 // written; the value is checked with the target's own check last.
 func (c *Controller) reconcilePod(ctx context.Context, name string) error {
@@ -53,9 +53,9 @@ func (c *Controller) reconcilePod(ctx context.Context, name string) error {
 		return err
 	}
 	c.reportLeftOut(pod, leftOut)
-	value, changed, err := target.Next(current, want)
+	value, changed, err := targetpod.Next(current, want)
 	if err == nil && value != "" {
-		_, err = target.ParseDesired(value)
+		_, err = targetpod.ParseDesired(value)
 	}
 	if err != nil {
 		c.events.warn(pod, ReasonTargetNetworkNotWritten, err.Error())
@@ -69,13 +69,13 @@ func (c *Controller) reconcilePod(ctx context.Context, name string) error {
 }
 
 // podNetwork returns the Gateways of the pod's configuration, tables
-// unset, and what target.Admit leaves out of it.
-func (c *Controller) podNetwork(v *targetView, pod *corev1.Pod, current string) ([]target.Gateway, []target.Rejection, error) {
+// unset, and what targetpod.Admit leaves out of it.
+func (c *Controller) podNetwork(v *targetView, pod *corev1.Pod, current string) ([]targetpod.Gateway, []targetpod.Rejection, error) {
 	cands, err := c.podCandidates(v, pod, current)
 	if err != nil {
 		return nil, nil, err
 	}
-	gws, leftOut := target.Admit(current, cands)
+	gws, leftOut := targetpod.Admit(current, cands)
 	return gws, leftOut, nil
 }
 
@@ -83,9 +83,9 @@ func (c *Controller) podNetwork(v *targetView, pod *corev1.Pod, current string) 
 // of, with the route of each VIP. A Gateway whose annotations are invalid,
 // or whose class is unknown, keeps the entry the pod has (a typo must not
 // take the VIPs away).
-func (c *Controller) podCandidates(v *targetView, pod *corev1.Pod, current string) ([]target.Candidate, error) {
-	cur, _ := target.ParseDesired(current)
-	byName := map[string]*target.Candidate{}
+func (c *Controller) podCandidates(v *targetView, pod *corev1.Pod, current string) ([]targetpod.Candidate, error) {
+	cur, _ := targetpod.ParseDesired(current)
+	byName := map[string]*targetpod.Candidate{}
 	for _, svc := range v.svcs {
 		gwName := svc.Labels[kube.LabelServiceProxyName]
 		sel := podSelector(svc)
@@ -97,7 +97,7 @@ func (c *Controller) podCandidates(v *targetView, pod *corev1.Pod, current strin
 		case err != nil:
 			return nil, err
 		case keep:
-			if i := slices.IndexFunc(cur.Gateways, func(g target.Gateway) bool { return g.Name == gwName }); i >= 0 {
+			if i := slices.IndexFunc(cur.Gateways, func(g targetpod.Gateway) bool { return g.Name == gwName }); i >= 0 {
 				byName[gwName] = keptCandidate(cur.Gateways[i]) // left as it is
 			}
 			continue
@@ -109,12 +109,12 @@ func (c *Controller) podCandidates(v *targetView, pod *corev1.Pod, current strin
 		}
 		entry := byName[gwName]
 		if entry == nil {
-			entry = &target.Candidate{Name: gwName, Subnets: gw.Subnets, NextHops: c.sllbrNextHops(*gw)}
+			entry = &targetpod.Candidate{Name: gwName, Subnets: gw.Subnets, NextHops: c.sllbrNextHops(*gw)}
 			byName[gwName] = entry
 		}
 		entry.Claims = append(entry.Claims, v.serviceClaims(c, gwName, svc.Name)...)
 	}
-	out := make([]target.Candidate, 0, len(byName))
+	out := make([]targetpod.Candidate, 0, len(byName))
 	for _, g := range byName {
 		out = append(out, *g)
 	}
@@ -125,13 +125,13 @@ func (c *Controller) podCandidates(v *targetView, pod *corev1.Pod, current strin
 // ready SLLBR pods: the pods of the Deployment the controller created for
 // the Gateway, by owner chain (sllbrNextHopPods). No next hop while the
 // Gateway is not in the cache.
-func (c *Controller) sllbrNextHops(gw model.Gateway) target.NextHops {
+func (c *Controller) sllbrNextHops(gw model.Gateway) targetpod.NextHops {
 	obj, err := c.inf.gateways.Get(gw.Name)
 	if err != nil {
-		return target.NextHops{}
+		return targetpod.NextHops{}
 	}
 	cands, _ := endpoints.Candidates(c.sllbrNextHopPods(obj), gw)
-	var n target.NextHops
+	var n targetpod.NextHops
 	for _, cand := range cands {
 		if !cand.Ready {
 			continue

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/sllbrd/sllbrd/kube"
-	"github.com/sllbrd/sllbrd/kube/target"
+	"github.com/sllbrd/sllbrd/kube/targetpod"
 )
 
 const tgtNS = "sllbrd-ctl-tgt"
@@ -44,13 +44,13 @@ func (e *env) createSLLBRPod(name, gateway string, ready bool, ips ...string) {
 
 // network returns a pod's desired network annotation, parsed (zero
 // Desired when absent).
-func (e *env) network(pod string) (target.Desired, bool) {
+func (e *env) network(pod string) (targetpod.Desired, bool) {
 	e.t.Helper()
 	v, ok := e.getPod(pod).Annotations[kube.AnnotationTargetNetwork]
 	if !ok {
-		return target.Desired{}, false
+		return targetpod.Desired{}, false
 	}
-	d, err := target.ParseDesired(v)
+	d, err := targetpod.ParseDesired(v)
 	if err != nil {
 		e.t.Fatalf("pod %s: annotation %s: %v", pod, v, err)
 	}
@@ -59,7 +59,7 @@ func (e *env) network(pod string) (target.Desired, bool) {
 
 // summary renders a Desired as "gateway:table vips=... v4=... v6=..." per
 // Gateway, without the generation.
-func summary(d target.Desired) string {
+func summary(d targetpod.Desired) string {
 	var parts []string
 	for _, g := range d.Gateways {
 		parts = append(parts, fmt.Sprintf("%s:%d vips=%v v4=%v v6=%v", g.Name, g.Table, g.VIPs, g.NextHops.IPv4, g.NextHops.IPv6))
@@ -69,9 +69,9 @@ func summary(d target.Desired) string {
 
 // waitNetwork waits until pod's annotation summarises as want ("" for no
 // annotation) and returns it.
-func (e *env) waitNetwork(pod, want string) target.Desired {
+func (e *env) waitNetwork(pod, want string) targetpod.Desired {
 	e.t.Helper()
-	var d target.Desired
+	var d targetpod.Desired
 	e.waitFor(fmt.Sprintf("pod %s network %q", pod, want), func() (bool, string) {
 		var ok bool
 		d, ok = e.network(pod)
@@ -108,7 +108,7 @@ func TestIntegrationTargetNetwork(t *testing.T) {
 	t.Run("every endpoint pod, ready or not, gets its Gateway's VIPs and ready SLLBR pods", func(t *testing.T) {
 		want := "sllb-a:50000 " + vipsA + " " + hops12
 		for _, p := range []string{"t1", "t2"} {
-			if d := e.waitNetwork(p, want); d.Generation != 1 || d.Version != target.SchemaVersion ||
+			if d := e.waitNetwork(p, want); d.Generation != 1 || d.Version != targetpod.SchemaVersion ||
 				!slices.Equal(d.Gateways[0].Subnets, netipPrefixes("169.111.100.0/24", "fd00:111::/64")) {
 				t.Errorf("pod %s: %+v", p, d)
 			}

@@ -12,13 +12,13 @@ import (
 	"github.com/sllbrd/sllbrd/kube"
 	"github.com/sllbrd/sllbrd/kube/api/v1alpha1"
 	"github.com/sllbrd/sllbrd/kube/controller/status"
-	"github.com/sllbrd/sllbrd/kube/target"
+	"github.com/sllbrd/sllbrd/kube/targetpod"
 	"github.com/sllbrd/sllbrd/kube/translate"
 	"github.com/sllbrd/sllbrd/model"
 )
 
 // What the controller leaves out of target pods' configurations
-// (target.Admit) and where it says so: a Warning Event on the pod, and
+// (targetpod.Admit) and where it says so: a Warning Event on the pod, and
 // the TargetsConfigured condition of each L34Route concerned, computed
 // from the cache over the pods of the route's Service (routeLeftOut), the
 // same way for every replica and every leader.
@@ -61,29 +61,29 @@ func (v *targetView) state(c *Controller, gateway string) *model.State {
 
 // serviceClaims returns the destinations of the Gateway's accepted routes
 // to service, each with its route's name and creation time.
-func (v *targetView) serviceClaims(c *Controller, gateway, service string) []target.Claim {
+func (v *targetView) serviceClaims(c *Controller, gateway, service string) []targetpod.Claim {
 	state := v.state(c, gateway)
 	if state == nil {
 		return nil
 	}
-	var out []target.Claim
+	var out []targetpod.Claim
 	for _, r := range state.Routes {
 		obj := v.routes[r.Name] // r.Name is namespace/name
 		if r.Service != service || obj == nil {
 			continue
 		}
 		for _, d := range r.Destinations {
-			out = append(out, target.Claim{VIP: d, Route: obj.Name, Created: obj.CreationTimestamp.Time})
+			out = append(out, targetpod.Claim{VIP: d, Route: obj.Name, Created: obj.CreationTimestamp.Time})
 		}
 	}
 	return out
 }
 
 // keptCandidate is the pod's current entry of a Gateway kept as it is.
-func keptCandidate(g target.Gateway) *target.Candidate {
-	c := &target.Candidate{Name: g.Name, Subnets: g.Subnets, NextHops: g.NextHops}
+func keptCandidate(g targetpod.Gateway) *targetpod.Candidate {
+	c := &targetpod.Candidate{Name: g.Name, Subnets: g.Subnets, NextHops: g.NextHops}
 	for _, v := range g.VIPs {
-		c.Claims = append(c.Claims, target.Claim{VIP: v, Created: time.Time{}})
+		c.Claims = append(c.Claims, targetpod.Claim{VIP: v, Created: time.Time{}})
 	}
 	return c
 }
@@ -93,7 +93,7 @@ func keptCandidate(g target.Gateway) *target.Candidate {
 // left out on this pod, and those whose condition says something is left
 // out somewhere (it may be over). The conditions are computed from the
 // cache (routeLeftOut), so the queueing only makes them timely.
-func (c *Controller) reportLeftOut(pod *corev1.Pod, leftOut []target.Rejection) {
+func (c *Controller) reportLeftOut(pod *corev1.Pod, leftOut []targetpod.Rejection) {
 	routes := map[string]bool{}
 	var lines []string
 	for _, r := range leftOut {

@@ -14,7 +14,7 @@ import (
 	"github.com/sllbrd/sllbrd/kube"
 	"github.com/sllbrd/sllbrd/kube/api/v1alpha1"
 	"github.com/sllbrd/sllbrd/kube/controller"
-	"github.com/sllbrd/sllbrd/kube/target"
+	"github.com/sllbrd/sllbrd/kube/targetpod"
 )
 
 // createSelectingService creates a headless Service of gateway selecting
@@ -233,7 +233,7 @@ func TestIntegrationTargetNetworkLeavesOutWhatTheTargetRefuses(t *testing.T) {
 	got := values()
 	for pod, vs := range got {
 		for _, v := range vs {
-			if _, err := target.ParseDesired(v); err != nil {
+			if _, err := targetpod.ParseDesired(v); err != nil {
 				t.Errorf("pod %s: annotation %s\nfails the target's check: %v", pod, v, err)
 			}
 		}

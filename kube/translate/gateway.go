@@ -73,7 +73,7 @@ func parseSubnets(g *gatewayv1.Gateway, raw string, ps *problems) []netip.Prefix
 		switch {
 		case err != nil:
 			ps.add(KindGateway, g, fmt.Sprintf("%s[%d]", field, i), "%v", err)
-		case p.Addr().Is4In6(): // a target refuses it whole (kube/target)
+		case p.Addr().Is4In6(): // a target refuses it whole (kube/targetpod)
 			ps.add(KindGateway, g, fmt.Sprintf("%s[%d]", field, i), "%s is IPv4-mapped IPv6: write the IPv4 prefix", e)
 		default:
 			out = append(out, p.Masked())

@@ -3,7 +3,7 @@
 // kube/api/v1alpha1's integration test holds them to Reserved), the
 // translation of L34Routes (objects created before the CRD rule, or read
 // by `sllbrd --manifests`), the controller before it writes a target pod's
-// configuration, and `sllbrd target` when it reads one (kube/target).
+// configuration, and `sllbrd target` when it reads one (kube/targetpod).
 //
 // A VIP is a host prefix (IPv4 /32 or IPv6 /128) of a unicast address that
 // other hosts can reach: not in one of the Reserved ranges (unspecified,

@@ -1,6 +1,6 @@
 // Package status computes the status the controller writes on GatewayClasses,
 // Gateways, L34Routes and GatewayRouters, from plain findings (problems
-// found by kube/translate, what kube/target.Admit leaves out of pods, the SLLBR Deployment's replicas, its pods and
+// found by kube/translate, what kube/targetpod.Admit leaves out of pods, the SLLBR Deployment's replicas, its pods and
 // ReplicaSets, whose owner chain the caller checked). It performs no
 // API calls; Merge* functions fold the result into an object's current
 // status the way the Gateway API asks: conditions of other types and status
@@ -36,7 +36,7 @@
 //     Accepted True/Accepted or False/UnsupportedValue; ResolvedRefs
 //     True/ResolvedRefs or False/BackendNotFound, InvalidKind,
 //     RefNotPermitted; TargetsConfigured True/TargetsConfigured,
-//     False/NotAccepted, or False with the reason of what kube/target.Admit
+//     False/NotAccepted, or False with the reason of what kube/targetpod.Admit
 //     left out of target pods' configurations (VIPConflict, TargetLimit,
 //     TargetRefused), the pods grouped per problem (RouteTargetsCondition).
 //   - GatewayRouter Accepted: True/Accepted or False/Invalid.

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sllbrd/sllbrd/kube/api/v1alpha1"
-	"github.com/sllbrd/sllbrd/kube/target"
+	"github.com/sllbrd/sllbrd/kube/targetpod"
 )
 
 // TypeTargetsConfigured is the L34Route parent condition that says
@@ -22,10 +22,10 @@ const TypeTargetsConfigured = "TargetsConfigured"
 const ReasonNotAccepted = "NotAccepted"
 
 // TargetProblem is a part of a route left out of one target pod's
-// network configuration (kube/target.Admit).
+// network configuration (kube/targetpod.Admit).
 type TargetProblem struct {
 	Pod string
-	// Reason is the target.Rejection's (VIPConflict, TargetLimit,
+	// Reason is the targetpod.Rejection's (VIPConflict, TargetLimit,
 	// TargetRefused).
 	Reason string
 	// Message says what is left out and why, naming the other objects.
@@ -86,7 +86,7 @@ func firstOf(parts []string, where string) string {
 
 // reasonRank puts conflicts first: they name the other route to change.
 func reasonRank(reason string) int {
-	if reason == target.RejectedConflict {
+	if reason == targetpod.RejectedConflict {
 		return 0
 	}
 	return 1

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sllbrd/sllbrd/kube/api/v1alpha1"
-	"github.com/sllbrd/sllbrd/kube/target"
+	"github.com/sllbrd/sllbrd/kube/targetpod"
 )
 
 func TestRouteTargetsCondition(t *testing.T) {
@@ -54,9 +54,9 @@ func TestGatewayTargets(t *testing.T) {
 	}
 	long := strings.Repeat("x", 2*maxRouteMessage)
 	g := Gateway{Generation: 3, RoutesLeftOut: []RouteLeftOut{
-		{Route: "ns/z-limit", Reason: target.RejectedLimit, Message: "on pod t2: VIPs ... left out: too many"},
-		{Route: "ns/b-conflict", Reason: target.RejectedConflict, Message: "on pod t1: VIP 20.0.0.1/32 ... left out"},
-		{Route: "ns/c-long", Reason: target.RejectedInvalid, Message: long},
+		{Route: "ns/z-limit", Reason: targetpod.RejectedLimit, Message: "on pod t2: VIPs ... left out: too many"},
+		{Route: "ns/b-conflict", Reason: targetpod.RejectedConflict, Message: "on pod t1: VIP 20.0.0.1/32 ... left out"},
+		{Route: "ns/c-long", Reason: targetpod.RejectedInvalid, Message: long},
 	}}
 	c := gatewayTargets(g)
 	if summary(c) != "TargetsConfigured=False/VIPConflict@3" {
@@ -67,7 +67,7 @@ func TestGatewayTargets(t *testing.T) {
 		t.Errorf("message %q: want the conflict first, then by name, each bounded", c.Message)
 	}
 	for i := range shownTargetProblems + 2 {
-		g.RoutesLeftOut = append(g.RoutesLeftOut, RouteLeftOut{Route: fmt.Sprintf("ns/more-%d", i), Reason: target.RejectedLimit, Message: "m"})
+		g.RoutesLeftOut = append(g.RoutesLeftOut, RouteLeftOut{Route: fmt.Sprintf("ns/more-%d", i), Reason: targetpod.RejectedLimit, Message: "m"})
 	}
 	if c := gatewayTargets(g); !strings.HasSuffix(c.Message, "and 5 more L34Routes") {
 		t.Errorf("many routes: %q", c.Message)

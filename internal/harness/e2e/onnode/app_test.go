@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sllbrd/sllbrd/kube"
-	"github.com/sllbrd/sllbrd/kube/target"
+	"github.com/sllbrd/sllbrd/kube/targetpod"
 )
 
 // appSelector selects the application's pods (deploy/examples/
@@ -59,7 +59,7 @@ func (e *env) applyApp() {
 // and the VIPs are on the pod's lo.
 func (e *env) targetsConfigured(pods []corev1.Pod, hops int) (bool, string) {
 	for _, p := range pods {
-		s, err := target.ParseStatus(p.Annotations[kube.AnnotationTargetNetworkStatus])
+		s, err := targetpod.ParseStatus(p.Annotations[kube.AnnotationTargetNetworkStatus])
 		if err != nil {
 			return false, fmt.Sprintf("%s: %v", p.Name, err)
 		}
@@ -86,7 +86,7 @@ func (e *env) targetsConfigured(pods []corev1.Pod, hops int) (bool, string) {
 	return len(pods) > 0, "no pod"
 }
 
-func gatewayStatus(s target.Status) *target.GatewayStatus {
+func gatewayStatus(s targetpod.Status) *targetpod.GatewayStatus {
 	for i := range s.Gateways {
 		if s.Gateways[i].Name == gatewayName {
 			return &s.Gateways[i]

@@ -1,4 +1,4 @@
-package target_test
+package targetpod_test
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"github.com/sllbrd/sllbrd/internal/harness/require"
 	"github.com/sllbrd/sllbrd/internal/targetnet"
 	"github.com/sllbrd/sllbrd/kube"
-	"github.com/sllbrd/sllbrd/kube/target"
+	"github.com/sllbrd/sllbrd/kube/targetpod"
 )
 
 const (
@@ -95,9 +95,9 @@ func newAgentEnv(t *testing.T) *agentEnv {
 }
 
 // start runs an agent as the example's ServiceAccount until stopped.
-func (e *agentEnv) start() (*target.Agent, func()) {
+func (e *agentEnv) start() (*targetpod.Agent, func()) {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	a := target.NewAgent(e.sa, agentNS, appPod, targetnet.New(e.kernel), target.WithLogger(log))
+	a := targetpod.NewAgent(e.sa, agentNS, appPod, targetnet.New(e.kernel), targetpod.WithLogger(log))
 	ctx, cancel := context.WithCancel(e.ctx)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
@@ -123,7 +123,7 @@ func (e *agentEnv) annotate(key string, value *string) {
 }
 
 // status waits until the status annotation satisfies ok and returns it.
-func (e *agentEnv) status(what string, ok func(target.Status, bool) bool) target.Status {
+func (e *agentEnv) status(what string, ok func(targetpod.Status, bool) bool) targetpod.Status {
 	e.t.Helper()
 	var last string
 	for end := time.Now().Add(deadline); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
@@ -132,14 +132,14 @@ func (e *agentEnv) status(what string, ok func(target.Status, bool) bool) target
 			e.t.Fatal(err)
 		}
 		v, present := p.Annotations[kube.AnnotationTargetNetworkStatus]
-		s, _ := target.ParseStatus(v)
+		s, _ := targetpod.ParseStatus(v)
 		if ok(s, present) {
 			return s
 		}
 		last = v
 	}
 	e.t.Fatalf("status %s: not within %v (last %q)", what, deadline, last)
-	return target.Status{}
+	return targetpod.Status{}
 }
 
 func (e *agentEnv) routes() string {
@@ -171,7 +171,7 @@ func TestIntegrationAgent(t *testing.T) {
 	d1 := desired(1, "169.111.100.1", "169.111.100.2")
 	written := time.Now()
 	e.annotate(kube.AnnotationTargetNetwork, &d1)
-	s := e.status("generation 1 applied", func(s target.Status, _ bool) bool { return s.ObservedGeneration == 1 })
+	s := e.status("generation 1 applied", func(s targetpod.Status, _ bool) bool { return s.ObservedGeneration == 1 })
 	t.Logf("desired annotation written -> status of generation 1 read back: %v", time.Since(written).Round(time.Millisecond))
 	if !s.Ready || len(s.Gateways) != 1 || len(s.Gateways[0].VIPs) != 2 || len(s.Gateways[0].NextHops.IPv4) != 2 ||
 		s.Gateways[0].Interfaces["ipv4"] != "net1" {
@@ -185,7 +185,7 @@ func TestIntegrationAgent(t *testing.T) {
 	// Generation 2: one next hop fewer.
 	d2 := desired(2, "169.111.100.2")
 	e.annotate(kube.AnnotationTargetNetwork, &d2)
-	e.status("generation 2 applied", func(s target.Status, _ bool) bool {
+	e.status("generation 2 applied", func(s targetpod.Status, _ bool) bool {
 		return s.ObservedGeneration == 2 && len(s.Gateways[0].NextHops.IPv4) == 1
 	})
 
@@ -201,7 +201,7 @@ func TestIntegrationAgent(t *testing.T) {
 	// An annotation of an unknown version changes nothing in the kernel.
 	bad := strings.Replace(desired(3), `"version":1`, `"version":2`, 1)
 	e.annotate(kube.AnnotationTargetNetwork, &bad)
-	s = e.status("the invalid annotation reported", func(s target.Status, _ bool) bool { return !s.Ready && len(s.Errors) > 0 })
+	s = e.status("the invalid annotation reported", func(s targetpod.Status, _ bool) bool { return !s.Ready && len(s.Errors) > 0 })
 	if !strings.Contains(s.Errors[0], "version 2") || s.ObservedGeneration != 2 {
 		t.Errorf("status %+v", s)
 	}
@@ -213,7 +213,7 @@ func TestIntegrationAgent(t *testing.T) {
 	// Foreign configuration in the way: reported, not ready.
 	netns.Run(t, "ip", "-n", e.ns, "rule", "add", "pref", "100", "from", "20.0.0.1", "lookup", "100")
 	e.annotate(kube.AnnotationTargetNetwork, &d2)
-	s = e.status("the conflict reported", func(s target.Status, _ bool) bool { return len(s.Conflicts) == 1 && !s.Ready })
+	s = e.status("the conflict reported", func(s targetpod.Status, _ bool) bool { return len(s.Conflicts) == 1 && !s.Ready })
 	if !strings.Contains(s.Conflicts[0], "pref 100 from 20.0.0.1/32") {
 		t.Errorf("conflicts %v", s.Conflicts)
 	}
@@ -221,11 +221,11 @@ func TestIntegrationAgent(t *testing.T) {
 	// The periodic resync is 30 s: a new generation shows the conflict gone.
 	d4 := desired(4, "169.111.100.2")
 	e.annotate(kube.AnnotationTargetNetwork, &d4)
-	e.status("the conflict gone", func(s target.Status, _ bool) bool { return s.ObservedGeneration == 4 && s.Ready })
+	e.status("the conflict gone", func(s targetpod.Status, _ bool) bool { return s.ObservedGeneration == 4 && s.Ready })
 
 	// The annotation removed: everything of ours goes, and the status too.
 	e.annotate(kube.AnnotationTargetNetwork, nil)
-	e.status("the status removed", func(_ target.Status, present bool) bool { return !present })
+	e.status("the status removed", func(_ targetpod.Status, present bool) bool { return !present })
 	if r := e.routes(); strings.TrimSpace(r) != "" {
 		t.Errorf("routes left:\n%s", r)
 	}

@@ -1,4 +1,4 @@
-// Package target is the Kubernetes side of a target pod's network
+// Package targetpod is the Kubernetes side of a target pod's network
 // configuration (docs/target.md): the JSON schema of the two pod
 // annotations, the controller's planning of the desired one, and the
 // agent of `sllbrd target`, which follows its own pod and applies the
@@ -40,4 +40,4 @@
 //     makes the pod NotReady for all (docs/target.md, "Readiness").
 //   - The status annotation is written only when its value changes, and
 //     removed when nothing is wanted and nothing of ours is left.
-package target
+package targetpod

@@ -1,4 +1,4 @@
-package target_test
+package targetpod_test
 
 import (
 	"encoding/json"
@@ -8,12 +8,12 @@ import (
 	"testing"
 
 	"github.com/sllbrd/sllbrd/kube"
-	"github.com/sllbrd/sllbrd/kube/target"
+	"github.com/sllbrd/sllbrd/kube/targetpod"
 	"github.com/sllbrd/sllbrd/model/vip"
 )
 
 // TestIntegrationAgentAppliesTheSharedValidation shows that the check
-// `sllbrd target` applies to its pod's annotation is target.Validate, the
+// `sllbrd target` applies to its pod's annotation is targetpod.Validate, the
 // one the controller writes by: a configuration whose only fault is a
 // link-local VIP (the applier, targetnet, would take it) changes nothing
 // in the pod's namespace, and the status says what vip.Check says.
@@ -22,7 +22,7 @@ func TestIntegrationAgentAppliesTheSharedValidation(t *testing.T) {
 	e.start()
 	d1 := desired(1, "169.111.100.1")
 	e.annotate(kube.AnnotationTargetNetwork, &d1)
-	e.status("generation 1 applied", func(s target.Status, _ bool) bool { return s.ObservedGeneration == 1 && s.Ready })
+	e.status("generation 1 applied", func(s targetpod.Status, _ bool) bool { return s.ObservedGeneration == 1 && s.Ready })
 	before, addrs := e.routes(), e.loAddresses()
 	if !strings.Contains(addrs, "20.0.0.1/32") {
 		t.Fatalf("generation 1's VIP is not on lo: %s", addrs)
@@ -30,7 +30,7 @@ func TestIntegrationAgentAppliesTheSharedValidation(t *testing.T) {
 
 	const linkLocal = "169.254.10.1/32"
 	bad := strings.Replace(desired(2, "169.111.100.1"), "20.0.0.1/32", linkLocal, 1)
-	var d target.Desired
+	var d targetpod.Desired
 	if err := json.Unmarshal([]byte(bad), &d); err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestIntegrationAgentAppliesTheSharedValidation(t *testing.T) {
 	}
 	e.annotate(kube.AnnotationTargetNetwork, &bad)
 	want := vip.Check(netip.MustParsePrefix(linkLocal)).Error()
-	s := e.status("the link-local VIP refused", func(s target.Status, _ bool) bool {
+	s := e.status("the link-local VIP refused", func(s targetpod.Status, _ bool) bool {
 		return !s.Ready && strings.Contains(strings.Join(s.Errors, "\n"), want)
 	})
 	if s.ObservedGeneration != 1 {
