@@ -78,4 +78,14 @@ const (
 	// AnnotationTargetNetworkStatus on the same pod is what `sllbrd target`
 	// applied: JSON, kube/targetpod.Status.
 	AnnotationTargetNetworkStatus = "meridio-experiment/target-network-status"
+	// AnnotationTargetAgent on an application pod says which agent applies
+	// its network configuration, so that exactly one does:
+	// TargetAgentSidecar (the pod runs `sllbrd target` as a sidecar) or
+	// TargetAgentNode (the node daemon, `sllbrd target --node`); absent
+	// means TargetAgentNode, so an application needs nothing but its
+	// Multus annotation. The sidecar applies nothing in a pod not marked
+	// TargetAgentSidecar, the node daemon nothing in a pod marked so.
+	AnnotationTargetAgent = "meridio-experiment/target-agent"
+	TargetAgentSidecar    = "sidecar"
+	TargetAgentNode       = "node"
 )
