@@ -38,6 +38,7 @@ type policyEnv struct {
 	ctx   context.Context
 	cp    *kubetest.ControlPlane
 	admin kubernetes.Interface
+	dyn   *kubetest.Client
 }
 
 func newPolicyEnv(t *testing.T, users ...kubetest.User) *policyEnv {
@@ -46,30 +47,41 @@ func newPolicyEnv(t *testing.T, users ...kubetest.User) *policyEnv {
 	cp := kubetest.Start(t, users...)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
-	e := &policyEnv{t: t, ctx: ctx, cp: cp, admin: kubernetes.NewForConfigOrDie(cp.AdminConfig())}
-	if _, err := e.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: policyNS}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	dyn, err := kubetest.NewClient(cp.AdminConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := []string{"admission/target_policy.yaml", "admission/target_policy_binding.yaml", "examples/target-application.yaml",
-		"controller/service_account.yaml", "controller/role.yaml", "controller/role_binding.yaml"}
-	if err := dyn.CreateFiles(ctx, policyNS, files...); err != nil {
+	e := &policyEnv{t: t, ctx: ctx, cp: cp, admin: kubernetes.NewForConfigOrDie(cp.AdminConfig()), dyn: dyn}
+	if _, err := e.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: policyNS}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	e.createFiles("admission/target_policy.yaml", "admission/target_policy_binding.yaml", "examples/target-application.yaml",
+		"controller/service_account.yaml", "controller/role.yaml", "controller/role_binding.yaml")
 	return e
 }
 
-// createPod creates a pod running as serviceAccount with the annotations
-// Multus and the controller give a target pod.
+// createFiles creates the objects of files of deploy/ in policyNS.
+func (e *policyEnv) createFiles(files ...string) {
+	e.t.Helper()
+	if err := e.dyn.CreateFiles(e.ctx, policyNS, files...); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// createPod creates a pod on node-1 running as serviceAccount with the
+// annotations Multus and the controller give a target pod.
 func (e *policyEnv) createPod(name, serviceAccount string) *corev1.Pod {
+	e.t.Helper()
+	return e.createPodOn(name, serviceAccount, "node-1")
+}
+
+// createPodOn is createPod on node ("": not scheduled).
+func (e *policyEnv) createPodOn(name, serviceAccount, node string) *corev1.Pod {
 	e.t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "example-target-application-multi"},
 			Annotations: map[string]string{networkStatus: `[]`, desiredKey: `{"version":1,"generation":1,"gateways":[]}`}},
-		Spec: corev1.PodSpec{NodeName: "node-1", ServiceAccountName: serviceAccount,
+		Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: serviceAccount,
 			Containers: []corev1.Container{{Name: "application", Image: "example.org/app:1"}}},
 	}
 	got, err := e.admin.CoreV1().Pods(policyNS).Create(e.ctx, pod, metav1.CreateOptions{})
@@ -87,6 +99,14 @@ func (e *policyEnv) podClient(pod *corev1.Pod) kubernetes.Interface {
 		e.t.Fatal(err)
 	}
 	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+// broadPodRules are the rights on pods a user might grant beyond the
+// roles of deploy/: the policies must refuse what they allow.
+var broadPodRules = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+	{APIGroups: []string{""}, Resources: []string{"pods/status", "pods/ephemeralcontainers"}, Verbs: []string{"update", "patch"}},
+	{APIGroups: []string{""}, Resources: []string{"pods/eviction", "pods/exec"}, Verbs: []string{"create"}},
 }
 
 // grant binds a Role of rules in the namespace to a ServiceAccount or user.
@@ -117,10 +137,16 @@ func patchPod(ctx context.Context, c kubernetes.Interface, pod, patch string) er
 	return err
 }
 
-// checkRefused fails unless err is the API server's Forbidden with a
-// message ending in (or, with contains, containing) want; want "" expects
+// checkRefused fails unless err is the API server's Forbidden by
+// sllbrd-target-own-pod with a message containing want; want "" expects
 // success.
 func checkRefused(t *testing.T, what string, err error, want string) {
+	t.Helper()
+	checkRefusedBy(t, "sllbrd-target-own-pod", what, err, want)
+}
+
+// checkRefusedBy is checkRefused for the ValidatingAdmissionPolicy policy.
+func checkRefusedBy(t *testing.T, policy, what string, err error, want string) {
 	t.Helper()
 	switch {
 	case want == "" && err != nil:
@@ -128,8 +154,8 @@ func checkRefused(t *testing.T, what string, err error, want string) {
 	case want == "":
 	case err == nil:
 		t.Errorf("%s: allowed, want refused with %q", what, want)
-	case !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "sllbrd-target-own-pod") || !strings.Contains(err.Error(), want):
-		t.Errorf("%s: %v, want Forbidden by sllbrd-target-own-pod saying %q", what, err, want)
+	case !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "'"+policy+"'") || !strings.Contains(err.Error(), want):
+		t.Errorf("%s: %v, want Forbidden by %s saying %q", what, err, policy, want)
 	default:
 		t.Logf("%s: refused: %v", what, err)
 	}
@@ -152,13 +178,8 @@ func TestIntegrationTargetPolicy(t *testing.T) {
 	if _, err := e.admin.CoreV1().ServiceAccounts(policyNS).Create(e.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: other}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	broad := []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-		{APIGroups: []string{""}, Resources: []string{"pods/status", "pods/ephemeralcontainers"}, Verbs: []string{"update", "patch"}},
-		{APIGroups: []string{""}, Resources: []string{"pods/eviction", "pods/exec"}, Verbs: []string{"create"}},
-	}
 	for _, sa := range []string{targetSA, other} {
-		e.grant("broad-"+sa, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: policyNS}, broad...)
+		e.grant("broad-"+sa, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: policyNS}, broadPodRules...)
 	}
 	e.grant("kubelet", rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: kubelet.Name},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/status"}, Verbs: []string{"get", "update", "patch"}},

@@ -35,28 +35,12 @@ func targetPolicy(t *testing.T) (admissionv1.ValidatingAdmissionPolicy, admissio
 func TestTargetPolicyContract(t *testing.T) {
 	policy, binding := targetPolicy(t)
 	s := policy.Spec
-	if s.FailurePolicy == nil || *s.FailurePolicy != admissionv1.Fail {
-		t.Errorf("failurePolicy %v, want Fail", s.FailurePolicy)
-	}
+	checkPodPolicy(t, policy)
 	if s.ParamKind == nil || s.ParamKind.APIVersion != "v1" || s.ParamKind.Kind != "ConfigMap" {
 		t.Errorf("paramKind %+v, want v1 ConfigMap", s.ParamKind)
 	}
-	if s.MatchConstraints == nil || len(s.MatchConstraints.ResourceRules) != 1 {
-		t.Fatalf("matchConstraints %+v, want one rule", s.MatchConstraints)
-	}
-	r := s.MatchConstraints.ResourceRules[0]
-	if !slices.Equal(r.APIGroups, []string{""}) || !slices.Equal(r.Resources, []string{"pods", "pods/*"}) ||
-		!slices.Equal(r.Operations, []admissionv1.OperationType{admissionv1.OperationAll}) ||
-		s.MatchConstraints.NamespaceSelector != nil || s.MatchConstraints.ObjectSelector != nil {
-		t.Errorf("rule %+v: want every operation on pods and their subresources, in every namespace", r)
-	}
 	if len(s.MatchConditions) != 1 || !strings.Contains(s.MatchConditions[0].Expression, "params.?data") {
 		t.Errorf("matchConditions %+v, want one: the requesting ServiceAccount is a key of the parameters", s.MatchConditions)
-	}
-	for _, v := range s.Validations {
-		if v.Reason == nil || *v.Reason != "Forbidden" || v.MessageExpression == "" {
-			t.Errorf("validation %q: reason %v, messageExpression %q: want Forbidden and a message saying why", v.Expression, v.Reason, v.MessageExpression)
-		}
 	}
 	b := binding.Spec
 	if b.PolicyName != policy.Name || !slices.Equal(b.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) || b.MatchResources != nil {
@@ -66,5 +50,34 @@ func TestTargetPolicyContract(t *testing.T) {
 		len(p.Selector.MatchLabels) != 1 || p.Selector.MatchLabels[targetParamsLabel] != "true" ||
 		p.ParameterNotFoundAction == nil || *p.ParameterNotFoundAction != admissionv1.AllowAction {
 		t.Errorf("paramRef %+v: want the ConfigMaps of the request's namespace labelled %s=true, none meaning no effect", p, targetParamsLabel)
+	}
+}
+
+// checkPodPolicy checks what the policies of deploy/ share: every
+// operation on pods and their subresources in every namespace, refused when
+// it cannot be evaluated, each validation Forbidden with a message saying
+// why.
+func checkPodPolicy(t *testing.T, policy admissionv1.ValidatingAdmissionPolicy) {
+	t.Helper()
+	s := policy.Spec
+	if s.FailurePolicy == nil || *s.FailurePolicy != admissionv1.Fail {
+		t.Errorf("%s: failurePolicy %v, want Fail", policy.Name, s.FailurePolicy)
+	}
+	if s.MatchConstraints == nil || len(s.MatchConstraints.ResourceRules) != 1 {
+		t.Fatalf("%s: matchConstraints %+v, want one rule", policy.Name, s.MatchConstraints)
+	}
+	r := s.MatchConstraints.ResourceRules[0]
+	if !slices.Equal(r.APIGroups, []string{""}) || !slices.Equal(r.Resources, []string{"pods", "pods/*"}) ||
+		!slices.Equal(r.Operations, []admissionv1.OperationType{admissionv1.OperationAll}) ||
+		s.MatchConstraints.NamespaceSelector != nil || s.MatchConstraints.ObjectSelector != nil {
+		t.Errorf("%s: rule %+v: want every operation on pods and their subresources, in every namespace", policy.Name, r)
+	}
+	if len(s.Validations) == 0 {
+		t.Errorf("%s: no validations", policy.Name)
+	}
+	for _, v := range s.Validations {
+		if v.Reason == nil || *v.Reason != "Forbidden" || v.MessageExpression == "" {
+			t.Errorf("%s: validation %q: reason %v, messageExpression %q: want Forbidden and a message saying why", policy.Name, v.Expression, v.Reason, v.MessageExpression)
+		}
 	}
 }

@@ -59,7 +59,7 @@ func documents(t *testing.T, path string) [][]byte {
 
 // TestYAMLParses decodes every document under deploy/ strictly enough to
 // catch indentation slips: each must be an object with apiVersion and kind
-// (a kustomization too) and a name (except the kustomization).
+// (a kustomization too) and a name (except kustomizations and components).
 func TestYAMLParses(t *testing.T) {
 	for _, path := range yamlFiles(t) {
 		for i, doc := range documents(t, path) {
@@ -74,7 +74,7 @@ func TestYAMLParses(t *testing.T) {
 				t.Errorf("%s document %d: %v", path, i+1, err)
 				continue
 			}
-			if obj.APIVersion == "" || obj.Kind == "" || (obj.Metadata.Name == "" && obj.Kind != "Kustomization") {
+			if obj.APIVersion == "" || obj.Kind == "" || (obj.Metadata.Name == "" && obj.Kind != "Kustomization" && obj.Kind != "Component") {
 				t.Errorf("%s document %d: apiVersion %q kind %q name %q", path, i+1, obj.APIVersion, obj.Kind, obj.Metadata.Name)
 			}
 		}

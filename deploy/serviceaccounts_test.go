@@ -16,6 +16,7 @@ var rbacFiles = []string{
 	"controller/role.yaml", "controller/role_binding.yaml", "controller/cluster_role.yaml",
 	"controller/cluster_role_binding.yaml", "controller/service_account.yaml",
 	"examples/target-application.yaml",
+	"target-node/service_account.yaml", "target-node/cluster_role.yaml", "target-node/cluster_role_binding.yaml",
 }
 
 // rbacObjects are the roles, bindings and policy parameters of rbacFiles.
@@ -88,13 +89,15 @@ func (o *rbacObjects) add(t *testing.T, file, kind string, doc []byte) {
 // TestTargetApplicationExample); no role grants a wildcard, a way to gain
 // rights (escalate, bind, impersonate, tokens, exec into pods), or a
 // Secret it does not name; and every ServiceAccount that may write pods,
-// except the controller's, is restricted by deploy/admission's policy.
+// except the controller's, is restricted by deploy/admission's policy or,
+// the node daemon's, by deploy/target-node's.
 func TestServiceAccountGrants(t *testing.T) {
 	o := readRBAC(t)
 	want := map[string][]string{
 		"sllbrd":             {"Role/sllbrd"},
 		"sllbrd-controller":  {"ClusterRole/sllbrd-controller-gatewayclasses", "Role/sllbrd-controller"},
 		"target-application": {"Role/sllbrd-target"},
+		targetNodeName:       {"ClusterRole/" + targetNodeName},
 	}
 	for sa, roles := range want {
 		if !slices.Equal(o.bindings[sa], roles) {
@@ -143,8 +146,9 @@ func TestServiceAccountGrants(t *testing.T) {
 			g := grants(o.rules[role])
 			writesPods = writesPods || slices.ContainsFunc(g["/pods"], func(v string) bool { return v == "patch" || v == "update" })
 		}
-		if restricted := o.policyFor[sa]; writesPods && sa != "sllbrd-controller" && !restricted {
-			t.Errorf("ServiceAccount %s may write pods and no ConfigMap labelled %s=true lists it", sa, targetParamsLabel)
+		if restricted := o.policyFor[sa] || nodePolicyMatches(t, sa); writesPods && sa != "sllbrd-controller" && !restricted {
+			t.Errorf("ServiceAccount %s may write pods and neither a ConfigMap labelled %s=true lists it nor %s's policy matches it",
+				sa, targetParamsLabel, targetNodeDir)
 		}
 	}
 }

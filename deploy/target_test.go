@@ -8,12 +8,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/sllbrd/sllbrd/kube"
 )
 
 // TestTargetApplicationExample pins the example application's sidecar to
-// docs/target.md: `sllbrd target` with NET_ADMIN only, its pod from the
-// downward API, readiness on /readyz, a Role of get, watch and patch on
-// pods bound to the Deployment's ServiceAccount, that ServiceAccount
+// docs/target.md: `sllbrd target` with NET_ADMIN only, the pod marked as a
+// sidecar's (meridio-experiment/target-agent), its pod from the downward
+// API, readiness on /readyz, a Role of get, watch and patch on pods bound
+// to the Deployment's ServiceAccount, that ServiceAccount
 // listed for deploy/admission's policy, and its token mounted in the
 // sidecar only. The lab test of cmd/sllbrd runs `sllbrd target` with
 // exactly this Role.
@@ -72,6 +75,10 @@ func TestTargetApplicationExample(t *testing.T) {
 	}
 	if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
 		t.Errorf("readiness probe %+v", c.ReadinessProbe)
+	}
+	if a := d.Spec.Template.Annotations[kube.AnnotationTargetAgent]; a != kube.TargetAgentSidecar {
+		t.Errorf("pod annotation %s %q, want %q: without it the node daemon is the pod's agent and the sidecar applies nothing",
+			kube.AnnotationTargetAgent, a, kube.TargetAgentSidecar)
 	}
 	if d.Spec.Template.Labels["app"] != "example-target-application-multi" {
 		t.Errorf("the seed's service-a selects app=example-target-application-multi; labels %v", d.Spec.Template.Labels)
