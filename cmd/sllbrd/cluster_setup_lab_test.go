@@ -161,12 +161,14 @@ func networkStatus(i int, vlan *lab.Addrs, net1 lab.Addrs) string {
 }
 
 // createPod creates a Pod object Running and not Ready, as kubelet leaves
-// it before the readiness probes pass.
+// it before the readiness probes pass, marked as a pod whose `sllbrd
+// target` sidecar applies its network configuration (startTarget runs it).
 func (c *cluster) createPod(name string, labels map[string]string, status string) {
 	c.t.Helper()
 	_, err := c.kube.CoreV1().Pods(clusterNS).Create(c.ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{kube.AnnotationNetworkStatus: status}},
-		Spec:       corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "main", Image: "example.org/x:1"}}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{kube.AnnotationNetworkStatus: status,
+			kube.AnnotationTargetAgent: kube.TargetAgentSidecar}},
+		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "main", Image: "example.org/x:1"}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		c.t.Fatal(err)

@@ -124,7 +124,9 @@ func createControllerLabObjects(ctx context.Context, t *testing.T, cp *kubetest.
 
 // createTargetPod creates the Pod object of lab target i as kubelet and
 // Multus would leave it: Running, Ready, its lab addresses on the
-// Gateway's network in network-status.
+// Gateway's network in network-status; marked as a sidecar's pod, whose
+// Ready condition says its network is configured (the lab configures the
+// targets itself).
 func createTargetPod(ctx context.Context, t *testing.T, kc kubernetes.Interface, i int) {
 	t.Helper()
 	a := lab.TargetAddrs(i)
@@ -136,7 +138,7 @@ func createTargetPod(ctx context.Context, t *testing.T, kc kubernetes.Interface,
 	pods := kc.CoreV1().Pods(controllerLabNamespace)
 	pod, err := pods.Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("t%d", i), Labels: map[string]string{"app": "target"},
-			Annotations: map[string]string{kube.AnnotationNetworkStatus: string(status)}},
+			Annotations: map[string]string{kube.AnnotationNetworkStatus: string(status), kube.AnnotationTargetAgent: kube.TargetAgentSidecar}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.org/target:1"}}},
 	}, metav1.CreateOptions{})
 	if err != nil {

@@ -78,8 +78,15 @@
 //     its own pod cannot be read, or when the template needs an image and
 //     the controller has none; a template edited later to need one is an
 //     invalid template.
+//   - An endpoint is ready only once its pod's network configuration is
+//     applied: by its Ready condition for a sidecar's pod, by the status
+//     annotation's ready bit for a pod of the node daemon (no target-agent
+//     annotation, or "node"), never for an unknown agent
+//     (endpoints.Unapplied); a change of that bit reconciles its Services.
 //   - Warning Events: on a pod that is selected but has no usable address
-//     or whose address another endpoint has (once per distinct reason), on
+//     or whose address another endpoint has (once per distinct reason), or
+//     that stays not ready for an invalid target-agent or status annotation
+//     (endpoints.ListedFaults), on
 //     a Service whose slice name someone else's slice has, on a pod and its
 //     Service when the pod is
 //     past max-endpoints, on the Gateway for invalid parameters or template

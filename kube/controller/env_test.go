@@ -270,6 +270,12 @@ type podSpec struct {
 	status    string // network-status annotation; "" for none
 	ready     bool
 	node      string // spec.nodeName: a pod with a node is deleted gracefully
+	// nodeMode leaves the target-agent annotation out: the node daemon's
+	// pod, a ready endpoint only once its target-network-status says
+	// ready. Otherwise the pod is marked sidecar: its sidecar holds it
+	// NotReady until its network is configured, so its Ready condition
+	// decides (what these tests mean by ready).
+	nodeMode bool
 }
 
 // createPod creates the Pod object, then writes its status as kubelet
@@ -277,11 +283,14 @@ type podSpec struct {
 func (e *env) createPod(p podSpec) *corev1.Pod {
 	e.t.Helper()
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: p.name, Labels: map[string]string{"app": p.app}},
+		ObjectMeta: metav1.ObjectMeta{Name: p.name, Labels: map[string]string{"app": p.app}, Annotations: map[string]string{}},
 		Spec:       corev1.PodSpec{NodeName: p.node, Containers: []corev1.Container{{Name: "app", Image: "example.org/app:1"}}},
 	}
 	if p.status != "" {
-		pod.Annotations = map[string]string{kube.AnnotationNetworkStatus: p.status}
+		pod.Annotations[kube.AnnotationNetworkStatus] = p.status
+	}
+	if !p.nodeMode {
+		pod.Annotations[kube.AnnotationTargetAgent] = kube.TargetAgentSidecar
 	}
 	got, err := e.kube.CoreV1().Pods(e.ns).Create(e.ctx, pod, metav1.CreateOptions{})
 	if err != nil {
@@ -321,7 +330,14 @@ func (e *env) setPodReady(pod *corev1.Pod, ready bool) *corev1.Pod {
 // would.
 func (e *env) setNetworkStatus(name, status string) {
 	e.t.Helper()
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{kube.AnnotationNetworkStatus: status}}})
+	e.setAnnotation(name, kube.AnnotationNetworkStatus, status)
+}
+
+// setAnnotation writes (value a string) or removes (value nil) the pod's
+// annotation key with a merge patch.
+func (e *env) setAnnotation(name, key string, value any) {
+	e.t.Helper()
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{key: value}}})
 	if _, err := e.kube.CoreV1().Pods(e.ns).Patch(e.ctx, name, "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 		e.t.Fatalf("patch Pod %s: %v", name, err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sllbrd/sllbrd/kube"
 	"github.com/sllbrd/sllbrd/kube/api/v1alpha1"
+	"github.com/sllbrd/sllbrd/kube/controller/endpoints"
 )
 
 // The functions of this file map an informer event (old and new object;
@@ -157,11 +158,15 @@ func (c *Controller) onPodEndpoints(old, obj any) []Key {
 }
 
 // endpointRelevantChange reports whether a pod update can change its
-// endpoint: labels, network-status, phase, readiness, deletion or node, and
-// what ends a readiness hold at once: a container that stops or restarts,
-// the containers' readiness.
+// endpoint: labels, network-status, phase, readiness, deletion or node,
+// whether its network configuration is applied (endpoints.Unapplied: its
+// agent annotation, and the ready bit of the node daemon's status, not
+// every rewrite of it), and what ends a readiness hold at once: a container
+// that stops or restarts, the containers' readiness.
 func endpointRelevantChange(a, b *corev1.Pod) bool {
-	return !maps.Equal(a.Labels, b.Labels) ||
+	whyA, faultA := endpoints.Unapplied(a)
+	whyB, faultB := endpoints.Unapplied(b)
+	return !maps.Equal(a.Labels, b.Labels) || whyA != whyB || faultA != faultB ||
 		a.Annotations[kube.AnnotationNetworkStatus] != b.Annotations[kube.AnnotationNetworkStatus] ||
 		a.Status.Phase != b.Status.Phase || podReady(a) != podReady(b) ||
 		(a.DeletionTimestamp == nil) != (b.DeletionTimestamp == nil) || a.Spec.NodeName != b.Spec.NodeName ||

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func TestIntegrationReadinessHold(t *testing.T) {
 
 	t.Run("held while the probe has not run, not ready when the hold expires without another event", func(t *testing.T) {
 		hold := 3*time.Second + endpoints.HoldMargin // a probe every 2 s, timeout 1 s
-		pod, events := e.probedEndpoint("expire", 51, 2)
+		pod, events := e.probedEndpoint("expire", 51, 2, sidecarPod)
 		wrote := time.Now()
 		e.writeKubeletStatus(pod, false, startedAt(pod)) // the kubelet restarted: no probe result yet
 		e.waitFor("the hold counted", func() (bool, string) { return held("service-expire") == 1, "" })
@@ -51,7 +52,7 @@ func TestIntegrationReadinessHold(t *testing.T) {
 	})
 
 	t.Run("a restarted container is not ready at once", func(t *testing.T) {
-		pod, events := e.probedEndpoint("restart", 52, 20) // its hold would be 23 s
+		pod, events := e.probedEndpoint("restart", 52, 20, sidecarPod) // its hold would be 23 s
 		wrote := time.Now()
 		e.writeKubeletStatus(pod, false, time.Now()) // the container crashed and started again
 		waitNotReadyAtOnce(t, events, pod.Name, wrote, "a pod not ready with a restarted container")
@@ -61,7 +62,7 @@ func TestIntegrationReadinessHold(t *testing.T) {
 	})
 
 	t.Run("a container that restarts during the hold ends it at once", func(t *testing.T) {
-		pod, events := e.probedEndpoint("crash", 54, 20) // a 23 s hold
+		pod, events := e.probedEndpoint("crash", 54, 20, sidecarPod) // a 23 s hold
 		pod = e.writeKubeletStatus(pod, false, startedAt(pod))
 		e.waitFor("the hold counted", func() (bool, string) { return held("service-crash") == 1, "" })
 		time.Sleep(time.Second) // the restart's startedAt is a later second than the Ready condition's change
@@ -71,9 +72,25 @@ func TestIntegrationReadinessHold(t *testing.T) {
 		e.waitFor("no hold counted", func() (bool, string) { return held("service-crash") == 0, "" })
 	})
 
+	t.Run("the node daemon's pod: held while its status stays ready, not ready at once when it says not ready", func(t *testing.T) {
+		pod, events := e.probedEndpoint("node", 55, 20, appliedPod) // a 23 s hold
+		e.writeKubeletStatus(pod, false, startedAt(pod))            // the kubelet restarted; the daemon's status stays
+		e.waitFor("the hold counted", func() (bool, string) { return held("service-node") == 1, "" })
+		if ep := e.endpoints("service-node")[pod.Name]; !ep.ready || !ep.serving {
+			t.Errorf("held: %s, want ready and serving", ep)
+		}
+		wrote := time.Now()
+		e.setAnnotation(pod.Name, kube.AnnotationTargetNetworkStatus, `{"version":1,"observedGeneration":2,"ready":false}`)
+		waitNotReadyAtOnce(t, events, pod.Name, wrote, "the daemon's status not ready while held")
+		e.waitFor("no hold counted", func() (bool, string) { return held("service-node") == 0, "" })
+		if ep := e.endpoints("service-node")[pod.Name]; ep.ready || ep.serving {
+			t.Errorf("after the status said not ready: %s, want not ready, not serving", ep)
+		}
+	})
+
 	t.Run("ready again within the hold: never not ready in any version of the slices", func(t *testing.T) {
 		hold := 4*time.Second + endpoints.HoldMargin // a probe every 3 s, timeout 1 s
-		pod, events := e.probedEndpoint("back", 53, 3)
+		pod, events := e.probedEndpoint("back", 53, 3, sidecarPod)
 		started := startedAt(pod)
 		wrote := time.Now()
 		pod = e.writeKubeletStatus(pod, false, started)
@@ -99,16 +116,25 @@ func TestIntegrationReadinessHold(t *testing.T) {
 	})
 }
 
+// Annotations of the probed pods: a sidecar's pod (its probe says when its
+// network configuration is applied), and the node daemon's pod once the
+// daemon has applied it.
+var (
+	sidecarPod = map[string]string{kube.AnnotationTargetAgent: kube.TargetAgentSidecar}
+	appliedPod = map[string]string{kube.AnnotationTargetNetworkStatus: `{"version":1,"observedGeneration":1,"ready":true}`}
+)
+
 // probedEndpoint creates Service service-<name> and its pod <name>-1
 // (addresses 169.111.100.<octet> and fd00:111::<octet>, a readiness probe
-// every period seconds), waits until its endpoints are ready and watches
-// the slices from there.
-func (e *env) probedEndpoint(name string, octet int, period int32) (*corev1.Pod, <-chan watch.Event) {
+// every period seconds, the annotations agent), waits until its endpoints
+// are ready and watches the slices from there.
+func (e *env) probedEndpoint(name string, octet int, period int32, agent map[string]string) (*corev1.Pod, <-chan watch.Event) {
 	e.t.Helper()
 	service, podName := "service-"+name, name+"-1"
 	e.createService(service, "sllb-a", name, 0)
-	status := networkStatus(e.ns+"/"+nadName, fmt.Sprintf("169.111.100.%d", octet), fmt.Sprintf("fd00:111::%d", octet))
-	pod := e.createProbedPod(podName, name, status, period)
+	annotations := maps.Clone(agent)
+	annotations[kube.AnnotationNetworkStatus] = networkStatus(e.ns+"/"+nadName, fmt.Sprintf("169.111.100.%d", octet), fmt.Sprintf("fd00:111::%d", octet))
+	pod := e.createProbedPod(podName, name, annotations, period)
 	e.waitEndpoints(service, podName+" ready", func(eps map[string]endpoint) bool { return eps[podName].ready })
 	return pod, e.watchSlices(service)
 }
@@ -130,17 +156,16 @@ func startedAt(pod *corev1.Pod) time.Time {
 	return pod.Status.ContainerStatuses[0].State.Running.StartedAt.Time
 }
 
-// createProbedPod creates a pod of app whose container "app" has a readiness
-// probe every period seconds (timeout 1 s), then writes its status as the
-// kubelet would: running since a minute ago, ready.
-func (e *env) createProbedPod(name, app, status string, period int32) *corev1.Pod {
+// createProbedPod creates a pod of app with annotations whose container
+// "app" has a readiness probe every period seconds (timeout 1 s), then
+// writes its status as the kubelet would: running since a minute ago, ready.
+func (e *env) createProbedPod(name, app string, annotations map[string]string, period int32) *corev1.Pod {
 	e.t.Helper()
 	probe := &corev1.Probe{PeriodSeconds: period, TimeoutSeconds: 1,
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(8080)}}}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": app},
-			Annotations: map[string]string{kube.AnnotationNetworkStatus: status}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.org/app:1", ReadinessProbe: probe}}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": app}, Annotations: annotations},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.org/app:1", ReadinessProbe: probe}}},
 	}
 	got, err := e.kube.CoreV1().Pods(e.ns).Create(e.ctx, pod, metav1.CreateOptions{})
 	if err != nil {

@@ -126,7 +126,8 @@ func (c *Controller) serviceGateway(svc *corev1.Service) (gw *model.Gateway, kee
 
 // reportPods records the Service's metrics and the Events of its pods:
 // pods without a usable address (once per reason), pods whose address
-// another endpoint has, and pods past the limit.
+// another endpoint has, pods past the limit, and pods listed never ready
+// for a fault of theirs (an unknown target agent).
 func (c *Controller) reportPods(svc *corev1.Service, maxEndpoints int, cands []endpoints.Candidate,
 	skipped []endpoints.Skipped, assigned identifiers.Assignment) {
 	byFault := map[string]int{}
@@ -153,6 +154,7 @@ func (c *Controller) reportPods(svc *corev1.Service, maxEndpoints int, cands []e
 		if _, ok := assigned.IDs[string(cand.Pod.UID)]; ok {
 			c.events.resolved(cand.Pod, ReasonEndpointsOverLimit)
 		}
+		c.reportListedFault(cand)
 	}
 	for _, p := range assigned.OverLimit {
 		c.events.warn(podByUID(cands, p.UID), ReasonEndpointsOverLimit, fmt.Sprintf(
@@ -169,6 +171,20 @@ func (c *Controller) reportPods(svc *corev1.Service, maxEndpoints int, cands []e
 		c.events.resolved(svc, ReasonEndpointsOverLimit)
 	}
 	c.metrics.SetService(svc.Name, len(assigned.IDs), len(assigned.OverLimit), byFault)
+}
+
+// reportListedFault warns on a candidate's pod when its endpoints stay not
+// ready until someone fixes it (Candidate.Fault), and notes the other
+// faults of that kind resolved. The note names no Service: the fault is
+// the pod's, the same for every Service that selects it.
+func (c *Controller) reportListedFault(cand endpoints.Candidate) {
+	for _, f := range endpoints.ListedFaults {
+		if f == cand.Fault {
+			c.events.warn(cand.Pod, string(f), "its endpoints are listed not ready: "+cand.Unapplied)
+		} else {
+			c.events.resolved(cand.Pod, string(f))
+		}
+	}
 }
 
 func podByUID(cands []endpoints.Candidate, uid string) *corev1.Pod {

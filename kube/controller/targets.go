@@ -130,9 +130,8 @@ func (c *Controller) sllbrNextHops(gw model.Gateway) targetpod.NextHops {
 	if err != nil {
 		return targetpod.NextHops{}
 	}
-	cands, _ := endpoints.Candidates(c.sllbrNextHopPods(obj), gw)
 	var n targetpod.NextHops
-	for _, cand := range cands {
+	for _, cand := range endpoints.NextHops(c.sllbrNextHopPods(obj), gw) {
 		if !cand.Ready {
 			continue
 		}

@@ -36,7 +36,8 @@ func (e *env) createLabelledPod(name string, lbls map[string]string, addr string
 	e.t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls,
-			Annotations: map[string]string{kube.AnnotationNetworkStatus: networkStatus(e.ns+"/"+nadName, addr)}},
+			Annotations: map[string]string{kube.AnnotationNetworkStatus: networkStatus(e.ns+"/"+nadName, addr),
+				kube.AnnotationTargetAgent: kube.TargetAgentSidecar}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "example.org/app:1"}}},
 	}
 	got, err := e.kube.CoreV1().Pods(e.ns).Create(e.ctx, pod, metav1.CreateOptions{})

@@ -68,7 +68,8 @@ func TestSliceTracker(t *testing.T) {
 
 func TestEndpointRelevantChange(t *testing.T) {
 	base := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "a"}, Annotations: map[string]string{kube.AnnotationNetworkStatus: "[]"}},
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "a"}, Annotations: map[string]string{kube.AnnotationNetworkStatus: "[]",
+			kube.AnnotationTargetNetworkStatus: `{"version":1,"observedGeneration":1,"ready":true}`}}, // the node daemon's pod
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{
 				Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}}}}},
@@ -77,8 +78,21 @@ func TestEndpointRelevantChange(t *testing.T) {
 	same.Annotations["other"] = "x"
 	same.Status.Conditions = append(same.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse})
 	same.Status.ContainerStatuses[0].Ready = true // the pod's Ready condition says it
+	same.Annotations[kube.AnnotationTargetNetworkStatus] = `{"version":1,"observedGeneration":2,"ready":true,"agent":"node/n1","gateways":[{"name":"g"}]}`
 	if endpointRelevantChange(base, same) {
-		t.Error("an unrelated annotation, condition or container field counts as a change")
+		t.Error("an unrelated annotation, condition or container field, or a status rewrite that stays ready, counts as a change")
+	}
+	sidecar := base.DeepCopy()
+	sidecar.Annotations[kube.AnnotationTargetAgent] = kube.TargetAgentSidecar
+	notApplied := sidecar.DeepCopy()
+	notApplied.Annotations[kube.AnnotationTargetNetworkStatus] = `{"version":1,"ready":false}`
+	if endpointRelevantChange(sidecar, notApplied) {
+		t.Error("the status of a sidecar's pod counts as a change (its Ready condition says it)")
+	}
+	waiting := base.DeepCopy()
+	delete(waiting.Annotations, kube.AnnotationTargetNetworkStatus)
+	if !endpointRelevantChange(waiting, notApplied) {
+		t.Error("a pod waiting for the node daemon, marked sidecar, is not a change")
 	}
 	for name, edit := range map[string]func(*corev1.Pod){
 		"labels":         func(p *corev1.Pod) { p.Labels["app"] = "b" },
@@ -87,6 +101,13 @@ func TestEndpointRelevantChange(t *testing.T) {
 		"readiness":      func(p *corev1.Pod) { p.Status.Conditions[0].Status = corev1.ConditionFalse },
 		"deletion":       func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{} },
 		"node":           func(p *corev1.Pod) { p.Spec.NodeName = "n1" },
+		// Whether its network configuration is applied.
+		"the status's ready bit": func(p *corev1.Pod) {
+			p.Annotations[kube.AnnotationTargetNetworkStatus] = `{"version":1,"observedGeneration":1,"ready":false}`
+		},
+		"the status removed": func(p *corev1.Pod) { delete(p.Annotations, kube.AnnotationTargetNetworkStatus) },
+		"an invalid status":  func(p *corev1.Pod) { p.Annotations[kube.AnnotationTargetNetworkStatus] = `{` },
+		"an unknown agent":   func(p *corev1.Pod) { p.Annotations[kube.AnnotationTargetAgent] = "Node" },
 		// They end a readiness hold at once.
 		"containers' readiness": func(p *corev1.Pod) {
 			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionFalse})

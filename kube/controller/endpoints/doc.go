@@ -13,16 +13,26 @@
 //     the pod's namespace as Multus names them); entries marked default
 //     (the pod network) and the pod's primary IP are never used. One address
 //     per family: the lowest of the pod's candidates.
-//   - Conditions: ready = the pod's Ready condition is true and the pod is
-//     not being deleted; serving = its Ready condition; terminating = it is
-//     being deleted. A pod being deleted stays listed until the object is
-//     gone.
+//   - Conditions: ready = the pod's Ready condition is true, its network
+//     configuration is applied, and the pod is not being deleted; serving
+//     = the same but for the deletion; terminating = it is being deleted.
+//     A pod being deleted stays listed until the object is gone.
+//   - Applied (Unapplied, agent.go), by the pod's
+//     meridio-experiment/target-agent: "sidecar": always (the sidecar's
+//     readiness probe holds the Ready condition until it is); absent or
+//     "node": when the node daemon's target-network-status says ready (its
+//     ready bit alone); any other value: never, with
+//     FaultInvalidTargetAgent (Candidate.Fault; an unreadable status:
+//     FaultInvalidTargetNetworkStatus). Such a pod is listed, not ready,
+//     and keeps its identifier. NextHops (the SLLBR pods, which no agent
+//     configures) leaves this out.
 //   - The readiness hold (Hold, hold.go): an endpoint its slices list ready
 //     stays ready (and serving) while its pod is not ready only for want of
 //     a probe result, as after a kubelet restart: Ready False since T, no
 //     container restarted since T, now < T + the pod's longest readiness
-//     probe time + HoldMargin (at most the cap). Decided from the pod and
-//     the slices alone, never from memory.
+//     probe time + HoldMargin (at most the cap), and its network
+//     configuration applied. Decided from the pod and the slices alone,
+//     never from memory.
 //   - One slice per address family, named <service>-ipv4 and <service>-ipv6
 //     (<service>-ipv4-2 and so on when a family has more than
 //     MaxEndpointsPerSlice endpoints; an endpoint stays in the slice it is

@@ -27,17 +27,19 @@ var gw = model.Gateway{
 	Subnets:  []netip.Prefix{netip.MustParsePrefix("169.111.100.0/24"), netip.MustParsePrefix("fd00:111::/64")},
 }
 
-// newPod returns a Running, Ready pod with the network-status annotation
-// status (none when empty).
+// newPod returns a Running, Ready pod of a sidecar (its Ready condition
+// says when its network configuration is applied) with the network-status
+// annotation status (none when empty).
 func newPod(name, status string) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + name),
-			CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))},
+			CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+			Annotations:       map[string]string{kube.AnnotationTargetAgent: kube.TargetAgentSidecar}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.244.0.9",
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 	}
 	if status != "" {
-		p.Annotations = map[string]string{kube.AnnotationNetworkStatus: status}
+		p.Annotations[kube.AnnotationNetworkStatus] = status
 	}
 	return p
 }

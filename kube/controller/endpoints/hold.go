@@ -30,7 +30,11 @@ const (
 // restart is a real failure and is never held). hold is the pod's longest
 // readiness probe time (successThreshold * periodSeconds + timeoutSeconds)
 // plus HoldMargin, at most Max; a pod without a readiness probe gets none.
-// Everything comes from the objects, so every replica decides the same.
+// A pod whose network configuration is not known to be applied
+// (Candidate.Unapplied: the node daemon's status annotation no longer says
+// ready) is never held: the hold stands in for a probe result only, and
+// the kubelet leaves that annotation alone. Everything comes from the
+// objects, so every replica decides the same.
 type Hold struct {
 	Max time.Duration // the cap; 0 disables the hold
 	Now time.Time
@@ -57,7 +61,11 @@ func (h Hold) Apply(cands []Candidate, existing []*discoveryv1.EndpointSlice) []
 		if c.Ready || c.Terminating || !listed[c.Pod.UID] {
 			continue
 		}
-		until, why := h.expiry(c.Pod)
+		var until time.Time
+		why := c.Unapplied // a pod's configuration must stay applied (the node daemon's status)
+		if why == "" {
+			until, why = h.expiry(c.Pod)
+		}
 		o := HoldOutcome{Pod: c.Pod, Held: why == "", Why: why}
 		if o.Held {
 			o.Until = until

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/sllbrd/sllbrd/kube"
 )
 
 // notReadyAt is when the pods of the hold tests turned not ready.
@@ -42,6 +44,18 @@ func heldPod() *corev1.Pod {
 	}
 	p.Status.ContainerStatuses = []corev1.ContainerStatus{running("app", notReadyAt.Add(-time.Hour))}
 	return p
+}
+
+// nodeMode makes a pod the node daemon's, with the status annotation status
+// (none when "").
+func nodeMode(status string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		delete(p.Annotations, kube.AnnotationTargetAgent)
+		delete(p.Annotations, kube.AnnotationTargetNetworkStatus)
+		if status != "" {
+			p.Annotations[kube.AnnotationTargetNetworkStatus] = status
+		}
+	}
 }
 
 // listed returns the slices the controller wrote while pod was ready (or
@@ -84,9 +98,20 @@ func TestHold(t *testing.T) {
 			edit: func(p *corev1.Pod) { p.Spec.Containers[0].ReadinessProbe = probe(60, 5) }},
 		{name: "held: the last moment", now: at(5*time.Second - time.Nanosecond), until: at(5 * time.Second)},
 		{name: "held: the kubelet's clock a little ahead", now: at(-4 * time.Second), until: at(5 * time.Second)},
+		{name: "held: the node daemon's pod, its status still ready (the kubelet restarted, not the daemon)",
+			until: at(5 * time.Second), edit: nodeMode(statusReady)},
+		{name: "held: the node daemon's pod, its status ready, marked node", until: at(5 * time.Second),
+			edit: func(p *corev1.Pod) {
+				nodeMode(statusAgent)(p)
+				p.Annotations[kube.AnnotationTargetAgent] = kube.TargetAgentNode
+			}},
 
 		{name: "not held: past the hold", now: at(5 * time.Second), why: "the hold (5s) expired at 2026-01-01T00:10:05Z"},
 		{name: "not held: the cap is 0", max: -1, why: "disabled"},
+		{name: "not held: the node daemon's status says ready false", why: "says ready: false", edit: nodeMode(statusNotReady)},
+		{name: "not held: the node daemon's status is gone", why: "has not applied", edit: nodeMode("")},
+		{name: "not held: an unknown agent", why: "no agent applies",
+			edit: func(p *corev1.Pod) { p.Annotations[kube.AnnotationTargetAgent] = "both" }},
 		{name: "not held: a container restarted (crash loop)", why: "container app is not running",
 			edit: func(p *corev1.Pod) {
 				p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
