@@ -50,5 +50,9 @@
 //     and reports every failure wrapped with its object.
 //
 // Loop runs Apply in the retrying pattern of the rest of sllbrd: only the
-// latest configuration, retries with backoff, a periodic re-apply.
+// latest configuration, retries with backoff, a periodic re-apply; Clear
+// stops it applying (what was applied stays). It applies through a
+// Configurer: an Applier over one kernel (the sidecar's, opened once with
+// NewNetlinkKernel), or one that opens the pod's namespace for each apply
+// (the node daemon, with DialNetlinkKernel after one probe at start).
 package targetnet

@@ -17,12 +17,21 @@ type Outcome struct {
 	Changed time.Time
 }
 
+// Configurer makes a namespace hold a Desired configuration, as
+// Applier.Apply does: an *Applier over one kernel, or one that opens the
+// namespace for each apply (the node daemon, kube/targetnode).
+type Configurer interface {
+	Apply(d Desired) (Result, error)
+}
+
+var _ Configurer = (*Applier)(nil)
+
 // Loop applies the latest desired configuration: it coalesces changes
 // (only the latest is applied), retries a failed apply with exponential
 // backoff, and re-applies a successful one every resync period to repair
 // what someone else changed. Apply runs on the Run goroutine only.
 type Loop struct {
-	applier *Applier
+	applier Configurer
 	report  func(Outcome)
 	resync  time.Duration
 	backoff [2]time.Duration
@@ -51,7 +60,7 @@ func WithBackoff(min, max time.Duration) LoopOption {
 
 // NewLoop returns a loop applying with a and calling report after every
 // apply (from the Run goroutine).
-func NewLoop(a *Applier, report func(Outcome), opts ...LoopOption) *Loop {
+func NewLoop(a Configurer, report func(Outcome), opts ...LoopOption) *Loop {
 	l := &Loop{applier: a, report: report, resync: 30 * time.Second,
 		backoff: [2]time.Duration{100 * time.Millisecond, 10 * time.Second}, kick: make(chan struct{}, 1)}
 	for _, o := range opts {
@@ -73,6 +82,15 @@ func (l *Loop) Set(gen int64, d Desired) {
 	case l.kick <- struct{}{}:
 	default:
 	}
+}
+
+// Clear withdraws the desired configuration: nothing is applied (nor
+// re-applied at resync) until the next Set, and what was applied stays. An
+// apply already running finishes and is reported.
+func (l *Loop) Clear() {
+	l.mu.Lock()
+	l.set, l.pending = false, false
+	l.mu.Unlock()
 }
 
 // Run applies until ctx ends.

@@ -89,3 +89,28 @@ func TestLoopResyncs(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopClearStopsApplying: after Clear, neither resync nor a retry
+// applies anything; the next Set applies again.
+func TestLoopClearStopsApplying(t *testing.T) {
+	k := newFakeKernel()
+	l, out := runLoop(t, k, WithResync(10*time.Millisecond))
+	l.Set(1, Desired{Gateways: []Gateway{gatewayA()}})
+	next(t, out)
+	l.Clear()
+	// An apply running when Clear was called may still report; after it
+	// none may come for many resync periods.
+	select {
+	case <-out:
+	case <-time.After(30 * time.Millisecond):
+	}
+	select {
+	case o := <-out:
+		t.Fatalf("applied after Clear: %+v", o)
+	case <-time.After(200 * time.Millisecond):
+	}
+	l.Set(2, Desired{})
+	if o := next(t, out); o.Generation != 2 || o.Err != nil {
+		t.Fatalf("outcome %+v", o)
+	}
+}

@@ -24,6 +24,23 @@ var _ Kernel = (*NetlinkKernel)(nil)
 // (0: the caller's, as in a pod) and checks that the kernel keeps
 // IFA_PROTO (ProbeAddressProtocol): it fails on a kernel that does not.
 func NewNetlinkKernel(netnsFD int) (*NetlinkKernel, error) {
+	k, err := DialNetlinkKernel(netnsFD)
+	if err != nil {
+		return nil, err
+	}
+	if err := ProbeAddressProtocol(k); err != nil {
+		_ = k.Close()
+		return nil, err
+	}
+	return k, nil
+}
+
+// DialNetlinkKernel is NewNetlinkKernel without the IFA_PROTO probe, for a
+// caller that probed this kernel once already (the property belongs to the
+// kernel, not to a namespace): the node daemon opens a pod's namespace for
+// every apply, and a probe each time would add and remove an address in
+// every pod at every resync.
+func DialNetlinkKernel(netnsFD int) (*NetlinkKernel, error) {
 	cfg := &netlink.Config{NetNS: netnsFD}
 	rt, err := rtnetlink.Dial(cfg)
 	if err != nil {
@@ -34,12 +51,7 @@ func NewNetlinkKernel(netnsFD int) (*NetlinkKernel, error) {
 		rt.Close()
 		return nil, fmt.Errorf("dial netlink route: %w", err)
 	}
-	k := &NetlinkKernel{rt: rt, raw: raw}
-	if err := ProbeAddressProtocol(k); err != nil {
-		_ = k.Close()
-		return nil, err
-	}
-	return k, nil
+	return &NetlinkKernel{rt: rt, raw: raw}, nil
 }
 
 // Close closes the sockets.
