@@ -74,7 +74,8 @@ func newAgentEnv(t *testing.T) *agentEnv {
 	if err := client.CreateFiles(ctx, agentNS, example); err != nil { // ServiceAccount, Role, RoleBinding, Deployment
 		t.Fatal(err)
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: appPod, Labels: map[string]string{"app": "example-target-application-multi"}},
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: appPod, Labels: map[string]string{"app": "example-target-application-multi"},
+		Annotations: map[string]string{kube.AnnotationTargetAgent: kube.TargetAgentSidecar}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "application", Image: "example.org/app:1"}}}}
 	if _, err := e.admin.CoreV1().Pods(agentNS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

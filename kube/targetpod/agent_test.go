@@ -28,6 +28,7 @@ func TestAgentReportsAnInvalidFirstAnnotation(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app-1", Annotations: map[string]string{
 		kube.AnnotationTargetNetwork:       `{"version":2,"generation":5,"gateways":[]}`,
 		kube.AnnotationTargetNetworkStatus: earlier,
+		kube.AnnotationTargetAgent:         kube.TargetAgentSidecar,
 	}}}
 	client := fake.NewClientset(pod)
 	// The fake's own watch ignores the context: one the test stops.

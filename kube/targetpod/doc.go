@@ -1,8 +1,9 @@
 // Package targetpod is the Kubernetes side of a target pod's network
 // configuration (docs/target.md): the JSON schema of the two pod
 // annotations, the controller's planning of the desired one, and the
-// agent of `sllbrd target`, which follows its own pod and applies the
-// desired annotation with internal/targetnet.
+// per-pod agent that applies it with internal/targetnet: PodAgent, fed the
+// pod's versions by the sidecar's Agent (`sllbrd target --pod`, WatchPod)
+// or by the node daemon (kube/targetnode, an informer).
 //
 //   - kube.AnnotationTargetNetwork (meridio-experiment/target-network),
 //     written by the controller: Desired, version SchemaVersion (1), per
@@ -22,22 +23,42 @@
 //   - kube.AnnotationTargetNetworkStatus
 //     (meridio-experiment/target-network-status), written by the agent:
 //     Status, the generation applied and what the kernel holds, conflicts
-//     with foreign configuration and errors.
+//     with foreign configuration and errors, and which agent wrote it
+//     (SidecarAgent "sidecar" or NodeAgent "node/<node>").
 //
-// Promises of the agent:
-//   - It reads its pod with the verbs get and watch only (a watch
-//     filtered by metadata.name) and writes with patch only, the status
-//     annotation's key only.
+// Exactly one agent per pod (kube.AnnotationTargetAgent, read by
+// AgentMode): the sidecar applies only in a pod marked
+// kube.TargetAgentSidecar, the node daemon only in one that is not (absent
+// or kube.TargetAgentNode) and not hostNetwork; any other value: neither.
+// An agent whose pod is not its own applies nothing (its loop is cleared,
+// no resync either), leaves in place what it applied before the mark
+// changed, and is not ready; it says why and what to do in Ready and, where
+// no other agent has written, in the status (a node daemon stays silent in
+// a sidecar's pod).
+//
+// Promises of the agents:
+//   - The sidecar reads its pod with the verbs get and watch only (a watch
+//     filtered by metadata.name); both write with patch only, the status
+//     annotation's key only (PatchStatus).
 //   - An invalid or unknown-version desired annotation changes nothing in
 //     the namespace: the last valid configuration stays, the status and
-//     /readyz say why (also when it is the first this container reads:
-//     the status it writes replaces an earlier container's). A missing annotation removes what is ours. A
-//     deleted pod object changes nothing (its connections drain).
-//   - Ready (and Status.Ready) when the pod has a desired configuration
-//     (unless WithRequireConfig(false)), its generation is applied
-//     without error, and nothing foreign is in the way. Readiness is one
-//     bit for the pod, not one per Gateway: a Gateway whose part fails
-//     makes the pod NotReady for all (docs/target.md, "Readiness").
-//   - The status annotation is written only when its value changes, and
-//     removed when nothing is wanted and nothing of ours is left.
+//     Ready say why (also when it is the first this agent reads: the status
+//     it writes replaces an earlier agent's). A missing annotation removes
+//     what is ours. A deleted pod object changes nothing (its connections
+//     drain).
+//   - Ready (/readyz) when the pod has a desired configuration (unless
+//     WithRequireConfig(false)), its generation is applied without error,
+//     and nothing foreign is in the way. Readiness is one bit for the pod,
+//     not one per Gateway: a Gateway whose part fails makes the pod
+//     NotReady for all (docs/target.md, "Readiness").
+//   - The status describes the last apply outcome: it is written when an
+//     outcome, a parse problem or a refusal changes it, never between a new
+//     generation being read and its outcome (no transient ready: false;
+//     the controller gates node-mode endpoints on it). It is written only
+//     when its value changes, and removed when nothing is wanted and
+//     nothing of ours is left, but only if this agent wrote it.
+//   - A Configurer error wrapping ErrNoNamespace (the node daemon found no
+//     ready sandbox) is not a failure: nothing is written or counted, it is
+//     logged once, and retried with the loop's backoff and on every change
+//     of the pod.
 package targetpod

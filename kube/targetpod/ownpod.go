@@ -115,14 +115,19 @@ func follow(w watch.Interface, rv string, fn func(*corev1.Pod)) (string, error) 
 
 // PatchStatus writes value as the pod's status annotation, or removes the
 // annotation when value is "" (a JSON merge patch of that key only; the
-// verb patch).
-func PatchStatus(ctx context.Context, c kubernetes.Interface, namespace, name, value string) error {
+// verb patch). A uid other than "" is a precondition: the patch carries it
+// unchanged, and the API server refuses it (UID immutable) when the pod of
+// that name is another one, e.g. re-created by a StatefulSet.
+func PatchStatus(ctx context.Context, c kubernetes.Interface, namespace, name string, uid types.UID, value string) error {
 	var v any = value
 	if value == "" {
 		v = nil // null removes the key
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"annotations": map[string]any{kube.AnnotationTargetNetworkStatus: v}}})
+	meta := map[string]any{"annotations": map[string]any{kube.AnnotationTargetNetworkStatus: v}}
+	if uid != "" {
+		meta["uid"] = uid
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
 	if err != nil {
 		return err
 	}

@@ -86,7 +86,10 @@ type Status struct {
 	ObservedGeneration int64 `json:"observedGeneration"`
 	// Ready says whether the desired generation is applied without error
 	// or conflict (what /readyz of `sllbrd target` says).
-	Ready     bool            `json:"ready"`
+	Ready bool `json:"ready"`
+	// Agent is who wrote it: SidecarAgent ("sidecar") or NodeAgent(node)
+	// ("node/<node name>"); empty from a sidecar older than the field.
+	Agent     string          `json:"agent,omitempty"`
 	Gateways  []GatewayStatus `json:"gateways,omitempty"`
 	Conflicts []string        `json:"conflicts,omitempty"`
 	Errors    []string        `json:"errors,omitempty"`
