@@ -13,7 +13,10 @@ import (
 	"github.com/sllbrd/sllbrd/kube/targetnode"
 )
 
-var _ targetnode.NetNS = (*cri.Client)(nil)
+var (
+	_ targetnode.NetNS         = (*cri.Client)(nil)
+	_ metrics.TargetNodeSource = (*targetnode.Daemon)(nil)
+)
 
 // runTargetNode runs the node daemon (`sllbrd target --node`), or its
 // clean-up (--cleanup), until ctx ends.
@@ -59,5 +62,7 @@ func runTargetNode(ctx context.Context, cfg *targetConfig, log *slog.Logger) err
 	}
 	log.Info("sllbrd target starting as the node daemon", "version", version, "node", cfg.node, "mode", mode, "runtime", name,
 		"runtime_endpoint", cfg.runtimeEndpoint, "metrics_address", cfg.metricsAddress)
-	return runWithAdmin(ctx, log, cfg.metricsAddress, d.Ready, run, m)
+	// The applies of every pod (m) without the applied generation, which is
+	// one pod's, and the node's own: pods by state, the runtime, skips.
+	return runWithAdmin(ctx, log, cfg.metricsAddress, d.Ready, run, metrics.NewTargetNode(m, d))
 }

@@ -28,6 +28,8 @@ func registerAll(t *testing.T, reg prometheus.Registerer) {
 	tgt := NewTarget()
 	tgt.ObserveApply(targetnet.Outcome{Generation: 1, Result: targetnet.Result{Gateways: []targetnet.GatewayResult{{Name: "sllb-a"}}}})
 	tgt.ObserveStatusWrite(nil)
+	node := &fakeTargetNode{}
+	node.set(map[string]int{"applied": 1, "not_ready": 0, "no_sandbox": 0, "refused": 0}, true, 1)
 	reg.MustRegister(
 		NewEngineCollector(trafficEngine(t)),
 		NewNFQueueCollector(fakeQueues, WithProcStatsPath(writeProcFile(t, procTable))),
@@ -36,6 +38,7 @@ func registerAll(t *testing.T, reg prometheus.Registerer) {
 			return []BGPPeer{{Peer: netip.MustParseAddr("192.0.2.254"), Router: "gw", State: BGPStateIdle}}
 		}),
 		cfg, ctl, tgt,
+		newTargetNodeCollector(node), // the node daemon's own; the rest of its exposition is tgt's (TargetNode)
 		ReadyGauge(func() (bool, []string) { return true, nil }),
 	)
 }

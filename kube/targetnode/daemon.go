@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +34,8 @@ type Daemon struct {
 	limits  *limits
 	own     nsID
 
+	unavailable atomic.Uint64 // applies skipped: no network namespace (NamespaceUnavailable)
+
 	mu       sync.Mutex
 	ctx      context.Context // Run's; the pods' agents run under it
 	synced   func() bool
@@ -46,9 +49,11 @@ type Daemon struct {
 
 // worker runs the agent of one pod.
 type worker struct {
-	agent  *targetpod.PodAgent
-	cancel context.CancelFunc
-	done   chan struct{}
+	agent   *targetpod.PodAgent
+	ns      *podNamespace // the agent's Configurer
+	refused bool          // the pod as last seen is not configured (refuses): under Daemon.mu
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 // Option configures a Daemon.
@@ -57,8 +62,10 @@ type Option func(*Daemon)
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(d *Daemon) { d.log = l } }
 
-// WithMetrics sets where measurements go (internal/metrics.Target; see
-// nodeMetrics for what its gauges mean for a node).
+// WithMetrics sets where the applies and status writes of every pod go
+// (internal/metrics.Target; see nodeMetrics for what its gauges mean for
+// a node). The node's own measurements are read from the daemon
+// (PodStates, RuntimeUp, NamespaceUnavailable: internal/metrics.TargetNode).
 func WithMetrics(m targetpod.Metrics) Option {
 	return func(d *Daemon) { d.metrics = newNodeMetrics(m) }
 }

@@ -1,6 +1,7 @@
 package targetnode_test
 
 import (
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/sllbrd/sllbrd/internal/harness/rtlookup"
 	"github.com/sllbrd/sllbrd/internal/targetnet"
 	"github.com/sllbrd/sllbrd/kube"
+	"github.com/sllbrd/sllbrd/kube/targetnode"
 	"github.com/sllbrd/sllbrd/kube/targetpod"
 )
 
@@ -51,9 +53,11 @@ func TestIntegrationNodeDaemon(t *testing.T) {
 	if s.Ready || s.Agent != "node/node-a" || len(s.Errors) != 1 || !strings.Contains(s.Errors[0], "hostNetwork") {
 		t.Errorf("hostNetwork pod: status %+v", s)
 	}
-	if ok, why := x.d.Ready(); !ok {
-		t.Errorf("daemon not ready: %v", why)
+	if ok, why := x.d.Ready(); !ok || !x.d.RuntimeUp() {
+		t.Errorf("daemon not ready (%v), or the runtime not up: %v", x.d.RuntimeUp(), why)
 	}
+	// The pods it follows: app and app-2 applied, host refused.
+	wantStates(t, x.d, 2, 0, 0, 1)
 	// The pod marked for the sidecar and the pod of node-b: untouched.
 	for _, p := range []struct{ name, ns string }{{"side", sideNS}, {"other", otherNS}} {
 		if v, present := e.statusOf(p.name); present {
@@ -171,11 +175,15 @@ func TestIntegrationNodeDaemon(t *testing.T) {
 				t.Fatal("the deleted namespace lives on: something holds it")
 			}
 		}
-		asked := e.resolver.asks(app.UID)
+		asked, skipped := e.resolver.asks(app.UID), x.d.NamespaceUnavailable()
 		time.Sleep(3 * time.Second)
 		if n := e.resolver.asks(app.UID) - asked; n > 8 {
 			t.Errorf("the runtime was asked %d times in 3 s for a pod without a sandbox", n)
 		}
+		if x.d.NamespaceUnavailable() == skipped {
+			t.Error("no apply without a sandbox counted")
+		}
+		wantStates(t, x.d, 1, 0, 1, 1)
 		if w := x.log.about(string(app.UID)); len(w) != 0 {
 			t.Errorf("warnings about the pod without a sandbox:\n%s", strings.Join(w, ""))
 		}
@@ -192,6 +200,7 @@ func TestIntegrationNodeDaemon(t *testing.T) {
 		if n := x.patches.n.Load() - patches; n != 0 {
 			t.Errorf("%d statuses written (the configuration is the same)", n)
 		}
+		wantStates(t, x.d, 2, 0, 0, 1)
 	})
 
 	t.Run("pod deleted: nothing to do", func(t *testing.T) {
@@ -212,6 +221,7 @@ func TestIntegrationNodeDaemon(t *testing.T) {
 		if w := x.log.about(string(app.UID)); len(w) != 0 {
 			t.Errorf("warnings about the deleted pod:\n%s", strings.Join(w, ""))
 		}
+		wantStates(t, x.d, 1, 0, 0, 1) // the deleted pod in none
 	})
 
 	t.Run("cleanup removes everything of ours, and only ours", func(t *testing.T) {
@@ -267,4 +277,18 @@ func sidecarApplied(t *testing.T, ns, d string) {
 		_, err = targetnet.New(k).Apply(want.Net())
 		return err
 	})
+}
+
+// wantStates waits until the daemon's pods are in these states.
+func wantStates(t *testing.T, d *targetnode.Daemon, applied, notReady, noSandbox, refused int) {
+	t.Helper()
+	want := map[string]int{targetnode.PodApplied: applied, targetnode.PodNotReady: notReady, targetnode.PodNoSandbox: noSandbox,
+		targetnode.PodRefused: refused}
+	var got map[string]int
+	for end := time.Now().Add(deadline); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if got = d.PodStates(); maps.Equal(got, want) {
+			return
+		}
+	}
+	t.Errorf("pod states %v, want %v", got, want)
 }

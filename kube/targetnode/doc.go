@@ -62,5 +62,10 @@
 //     the node's pods with one list (field selector), no watch.
 //   - Metrics (WithMetrics, internal/metrics.Target): every apply and
 //     status write counted; the gauges sum the last result of each pod of
-//     the node; the applied generation is 0 (per pod, meaningless here).
+//     the node; the applied generation is one pod's, meaningless here, and
+//     not exported (internal/metrics.TargetNode). The node's own, read at
+//     scrape time: PodStates (each followed pod in exactly one state:
+//     applied, not_ready, no_sandbox, refused; a pod no longer followed in
+//     none), RuntimeUp (the last runtime probe answered) and
+//     NamespaceUnavailable (applies skipped for want of a namespace).
 package targetnode

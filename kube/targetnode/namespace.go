@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -41,9 +42,10 @@ func ownNetNS() (nsID, error) {
 // sockets and the file, since either keeps the namespace alive, and with
 // it the interfaces and addresses of a pod whose sandbox is gone.
 type podNamespace struct {
-	ctx context.Context // the pod's agent's: ends when it stops
-	d   *Daemon
-	uid string
+	ctx   context.Context // the pod's agent's: ends when it stops
+	d     *Daemon
+	uid   string
+	found atomic.Int32 // what the last apply found (observe): nsOpened, nsNone or nsNodes
 }
 
 func (p *podNamespace) Apply(want targetnet.Desired) (targetnet.Result, error) {
@@ -53,6 +55,7 @@ func (p *podNamespace) Apply(want targetnet.Desired) (targetnet.Result, error) {
 	}
 	defer release()
 	f, err := p.open()
+	p.observe(err)
 	if err != nil {
 		return targetnet.Result{}, err
 	}

@@ -73,6 +73,7 @@ func (d *Daemon) onPod(obj any) {
 	case w == nil:
 		w = d.startLocked(pod)
 	}
+	w.refused = refuses(pod)
 	w.agent.Seen(pod)
 }
 
@@ -94,11 +95,12 @@ func (d *Daemon) onDelete(obj any) {
 func (d *Daemon) startLocked(pod *corev1.Pod) *worker {
 	ctx, cancel := context.WithCancel(d.ctx)
 	log := d.log.With("pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID)
-	agent := targetpod.NewPodAgent(d.Agent(), &podNamespace{ctx: ctx, d: d, uid: string(pod.UID)},
+	ns := &podNamespace{ctx: ctx, d: d, uid: string(pod.UID)}
+	agent := targetpod.NewPodAgent(d.Agent(), ns,
 		d.limits.statusWriter(d.client, pod.Namespace, pod.Name, pod.UID),
 		targetpod.WithLogger(log), targetpod.WithMetrics(d.metrics.forPod(pod.UID)),
 		targetpod.WithLoopOptions(targetnet.WithResync(d.resync)))
-	w := &worker{agent: agent, cancel: cancel, done: make(chan struct{})}
+	w := &worker{agent: agent, ns: ns, cancel: cancel, done: make(chan struct{})}
 	d.pods[pod.UID] = w
 	prev := d.stopping[pod.UID]
 	d.workers.Add(1)
