@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -126,7 +127,10 @@ func TestIntegrationTargetNodePolicy(t *testing.T) {
 		}
 		status := `{"version":1,"ready":true,"agent":"node/node-a"}`
 		refused(t, "write", annotate(e.ctx, own, "app-a", map[string]any{statusKey: status}), "")
-		got, err := own.CoreV1().Pods(policyNS).Get(e.ctx, "app-a", metav1.GetOptions{})
+		if _, err := own.CoreV1().Pods(policyNS).Get(e.ctx, "app-a", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("get of a pod: %v, want forbidden (the daemon lists and watches only)", err)
+		}
+		got, err := e.admin.CoreV1().Pods(policyNS).Get(e.ctx, "app-a", metav1.GetOptions{})
 		if err != nil || got.Annotations[statusKey] != status {
 			t.Fatalf("status annotation %q (%v)", got.Annotations[statusKey], err)
 		}

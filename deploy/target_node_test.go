@@ -173,7 +173,7 @@ func TestTargetNodeRBAC(t *testing.T) {
 	if err := yaml.UnmarshalStrict(documents(t, path.Join(targetNodeDir, "cluster_role.yaml"))[0], &role); err != nil {
 		t.Fatal(err)
 	}
-	checkGrants(t, "ClusterRole "+role.Name, grants(role.Rules), map[string][]string{"/pods": {"get", "list", "watch", "patch"}})
+	checkGrants(t, "ClusterRole "+role.Name, grants(role.Rules), map[string][]string{"/pods": {"list", "watch", "patch"}})
 	var binding rbacv1.ClusterRoleBinding
 	if err := yaml.UnmarshalStrict(documents(t, path.Join(targetNodeDir, "cluster_role_binding.yaml"))[0], &binding); err != nil {
 		t.Fatal(err)
