@@ -14,8 +14,8 @@ TIMED_TESTS  := ^(TestIntegrationFileEditLatency|TestIntegrationKubeAPIServer)$$
 TIMED_PKG    := ./cmd/sllbrd/
 # Tests that run on the Kubernetes node of `make node-up` (internal/harness/node): one node per host
 # (fixed bridges and directories), so `make test` runs them last, one package at a time.
-NODE_TESTS   := ^(TestIntegrationNodeUpDown|TestIntegrationOnNode)$$
-NODE_PKGS    := ./internal/harness/node/ ./internal/harness/e2e/onnode/
+NODE_TESTS   := ^(TestIntegrationNodeUpDown|TestIntegrationCRINetNS|TestIntegrationOnNode)$$
+NODE_PKGS    := ./internal/harness/node/ ./internal/cri/ ./internal/harness/e2e/onnode/
 # Fuzz targets run for FUZZTIME each by `make test` (package:FuzzName).
 FUZZ_TARGETS := $(shell cat hack/fuzz-targets.txt 2>/dev/null)
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -36,7 +35,7 @@ func TestIntegrationCRINetNS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Dial("unix://" + filepath.Join(n.Dirs().Run, "containerd", "containerd.sock"))
+	c, err := Dial("unix://" + n.Dirs().ContainerdSocket())
 	if err != nil {
 		t.Fatal(err)
 	}

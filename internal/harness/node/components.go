@@ -105,8 +105,8 @@ func (n *Node) containerdConfig() string {
 	fmt.Fprintf(&b, "version = 2\nroot = %s\nstate = %s\n", q(filepath.Join(n.dirs.State, "containerd")), q(filepath.Join(n.dirs.Run, "containerd", "state")))
 	// Snapshotters and tracing this node does not use: fewer warnings.
 	b.WriteString(`disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]` + "\n\n")
-	fmt.Fprintf(&b, "[grpc]\n  address = %s\n\n", q(n.dirs.containerdSocket()))
-	fmt.Fprintf(&b, "[ttrpc]\n  address = %s\n\n", q(n.dirs.containerdSocket()+".ttrpc"))
+	fmt.Fprintf(&b, "[grpc]\n  address = %s\n\n", q(n.dirs.ContainerdSocket()))
+	fmt.Fprintf(&b, "[ttrpc]\n  address = %s\n\n", q(n.dirs.ContainerdSocket()+".ttrpc"))
 	fmt.Fprintf(&b, "[plugins.\"io.containerd.internal.v1.opt\"]\n  path = %s\n\n", q(filepath.Join(n.dirs.State, "containerd-opt")))
 	b.WriteString("[plugins.\"io.containerd.grpc.v1.cri\"]\n")
 	fmt.Fprintf(&b, "  sandbox_image = %s\n", q(n.st.PauseImage))
@@ -138,7 +138,7 @@ func (n *Node) kubeletConfig() map[string]any {
 		"cgroupRoot":   cgroupParent,
 		"failSwapOn":   false,
 		// containerd of this node.
-		"containerRuntimeEndpoint": "unix://" + n.dirs.containerdSocket(),
+		"containerRuntimeEndpoint": "unix://" + n.dirs.ContainerdSocket(),
 		"podLogsDir":               filepath.Join(n.dirs.State, "pod-logs"),
 		"address":                  NodeIP.String(),
 		"port":                     kubeletPort,

@@ -154,7 +154,17 @@ func (d Dirs) pki(name string) string     { return filepath.Join(d.State, "pki",
 func (d Dirs) log(name string) string     { return filepath.Join(d.State, "logs", name+".log") }
 func (d Dirs) pidFile(name string) string { return filepath.Join(d.State, "pids", name+".pid") }
 func (d Dirs) conf(name string) string    { return filepath.Join(d.State, "conf", name) }
-func (d Dirs) containerdSocket() string   { return filepath.Join(d.Run, "containerd", "containerd.sock") }
+
+// ContainerdSocket is the node's CRI endpoint (a path).
+func (d Dirs) ContainerdSocket() string { return filepath.Join(d.Run, "containerd", "containerd.sock") }
+
+// NetNSDir is where containerd bind-mounts the pods' network namespaces
+// (netns_mounts_under_state_dir): the paths CRI reports. Run is a shared
+// mount, so a container mounting it with HostToContainer propagation sees
+// the namespaces of pods started after it.
+func (d Dirs) NetNSDir() string {
+	return filepath.Join(d.Run, "containerd", "state", "io.containerd.grpc.v1.cri", "netns")
+}
 
 // Kubeconfig is the administrator's kubeconfig (system:masters).
 func (d Dirs) Kubeconfig() string { return filepath.Join(d.State, "admin.kubeconfig") }

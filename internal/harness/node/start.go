@@ -126,7 +126,7 @@ func (n *Node) startControllers(ctx context.Context) error {
 // ctr runs containerd's client against the node's containerd, in the
 // namespace of the CRI plugin.
 func (n *Node) ctr(ctx context.Context, args ...string) (string, error) {
-	argv := append([]string{"--address", n.dirs.containerdSocket(), "--namespace", "k8s.io"}, args...)
+	argv := append([]string{"--address", n.dirs.ContainerdSocket(), "--namespace", "k8s.io"}, args...)
 	out, err := exec.CommandContext(ctx, "ctr", argv...).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))

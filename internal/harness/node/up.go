@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -126,6 +127,9 @@ func (n *Node) writeFiles(multinet string) error {
 			return fmt.Errorf("node: %w", err)
 		}
 	}
+	if err := makeShared(n.dirs.Run); err != nil {
+		return err
+	}
 	if err := n.saveState(); err != nil {
 		return err
 	}
@@ -155,6 +159,20 @@ func (n *Node) writeConfigs() error {
 		if err := writeFile(n.dirs.conf(name), b); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// makeShared bind-mounts dir onto itself and makes it a shared mount: the
+// pods' network namespaces are mounted below it, and a container may take
+// them with HostToContainer propagation only from a shared (or slave)
+// mount, which this host's root is not. Down unmounts it.
+func makeShared(dir string) error {
+	if err := syscall.Mount(dir, dir, "", syscall.MS_BIND, ""); err != nil {
+		return fmt.Errorf("node: bind-mount %s onto itself: %w", dir, err)
+	}
+	if err := syscall.Mount("", dir, "", syscall.MS_SHARED|syscall.MS_REC, ""); err != nil {
+		return fmt.Errorf("node: make %s a shared mount: %w", dir, err)
 	}
 	return nil
 }
