@@ -25,15 +25,7 @@ var appSelector = map[string]string{"app": appName}
 // holds the VIPs.
 func (e *env) applyApp() {
 	start := time.Now()
-	src := filepath.Join(e.repo, "deploy", "examples", "target-application.yaml")
-	e.writeFile("app/target-application.yaml", readFile(e.t, src))
-	args := fmt.Sprintf(`["-addr", "%s,%s", "-tcp", "%d", "-echo", "%d", "-udp", "%d"]`, vip4, vip6, flowPort, echoPort, udpPort)
-	overlay := e.writeFile("app/kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"+
-		"resources:\n- target-application.yaml\n"+e.imageOverride()+
-		"patches:\n- target: {kind: Deployment, name: "+appName+"}\n  patch: |-\n"+
-		"    - {op: replace, path: /spec/template/spec/containers/0/image, value: "+e.images.responder.Ref+"}\n"+
-		"    - {op: add, path: /spec/template/spec/containers/0/args, value: "+args+"}\n"+
-		"    - {op: add, path: /spec/template/spec/containers/0/env, value: [{name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]}\n")
+	overlay := e.appOverlay("app", "target-application.yaml")
 	e.t.Logf("kubectl apply -k of the example application with the responder:\n%s", readFile(e.t, overlay))
 	e.k("apply", "-k", filepath.Dir(overlay))
 	e.waitFor(3*time.Minute, "the application Available", func() (bool, string) { return e.deploymentReady(appName) })
@@ -54,7 +46,8 @@ func (e *env) applyApp() {
 	e.record("BIRD routes the VIPs via both SLLBR pods", time.Since(start))
 }
 
-// targetsConfigured reports whether every pod's sidecar says it is ready
+// targetsConfigured reports whether every pod's agent (its sidecar, or the
+// node daemon) says it is ready
 // with the Gateway's VIPs and the given number of next hops per family,
 // and the VIPs are on the pod's lo.
 func (e *env) targetsConfigured(pods []corev1.Pod, hops int) (bool, string) {
@@ -78,7 +71,10 @@ func (e *env) targetsConfigured(pods []corev1.Pod, hops int) (bool, string) {
 		if p.Status.PodIP == "" {
 			return false, p.Name + " has no IP yet"
 		}
-		lo, err := e.tryRun("nsenter", "-t", fmt.Sprint(e.containerPID(p, "sllbrd-target")), "-n", "ip", "addr", "show", "dev", "lo")
+		if want := agentOf(p); s.Agent != want {
+			return false, fmt.Sprintf("%s: applied by %q, want %q", p.Name, s.Agent, want)
+		}
+		lo, err := e.tryRun("nsenter", "-t", fmt.Sprint(e.containerPID(p, "application")), "-n", "ip", "addr", "show", "dev", "lo")
 		if err != nil || !strings.Contains(lo, vip4.String()+"/32") || !strings.Contains(lo, vip6.String()+"/128") {
 			return false, fmt.Sprintf("%s: lo has %s %v", p.Name, lo, err)
 		}
@@ -93,4 +89,13 @@ func gatewayStatus(s targetpod.Status) *targetpod.GatewayStatus {
 		}
 	}
 	return nil
+}
+
+// agentOf is the agent that must apply the pod's configuration, as its
+// status names it: the sidecar of a pod marked so, else the node daemon.
+func agentOf(p corev1.Pod) string {
+	if p.Annotations[kube.AnnotationTargetAgent] == kube.TargetAgentSidecar {
+		return kube.TargetAgentSidecar
+	}
+	return nodeAgent
 }

@@ -22,7 +22,15 @@
 //     restarts, the leader controller killed, the kubelet and containerd
 //     restarted, `sllbrd show` and `sllbrd explain` through kubectl exec;
 //  6. a kubelet that refuses the unsafe sysctls, reported on the Gateway;
-//  7. each container's working set at rest from the kubelet's summary API.
+//  7. each container's working set at rest from the kubelet's summary API;
+//  8. the node daemon (the component deploy/target-node, pointed at this
+//     node's containerd socket and network namespace mounts): it starts
+//     with exactly its documented privileges and leaves the sidecar pods
+//     alone; deploy/examples/target-application-node.yaml moves the
+//     application to it by a rolling update under load; it is restarted
+//     under load, follows SLLBR scaling, configures a pod created while it
+//     was away (which no flow reaches before), and its cleanup component
+//     removes everything it applied.
 //
 // The test brings the node up and takes it down, unless a node is already
 // up (make node-up): then it uses that node and leaves it up.

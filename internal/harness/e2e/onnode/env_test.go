@@ -160,6 +160,9 @@ func (e *env) deleteApplied() {
 		}
 	}
 	for _, args := range [][]string{
+		{"delete", "-k", filepath.Join(e.dir, "node-daemon-cleanup")},
+		{"delete", "-k", filepath.Join(e.dir, "node-daemon")},
+		{"delete", "-k", filepath.Join(e.dir, "app-node")},
 		{"delete", "-k", filepath.Join(e.dir, "app")},
 		{"delete", "-f", filepath.Join(e.dir, "routes.yaml")},
 		{"delete", "-f", filepath.Join(e.repo, "deploy", "examples")},

@@ -45,25 +45,10 @@ func (e *env) phaseFootprint() {
 	time.Sleep(rest)
 	var rows []footprintRow
 	e.waitFor(time.Minute, "the summary API has every container's working set", func() (bool, string) {
-		var s summary
-		raw := e.k("get", "--raw", "/api/v1/nodes/"+node.Name+"/proxy/stats/summary")
-		if err := json.Unmarshal([]byte(raw), &s); err != nil {
-			return false, err.Error()
-		}
-		rows = rows[:0]
-		for _, p := range s.Pods {
-			if p.PodRef.Namespace != ns {
-				continue
-			}
-			for _, c := range p.Containers {
-				if c.Memory.WorkingSetBytes == nil || c.CPU.UsageNanoCores == nil {
-					return false, p.PodRef.Name + "/" + c.Name + " has no figures yet"
-				}
-				rows = append(rows, footprintRow{p.PodRef.Name, c.Name, *c.Memory.WorkingSetBytes, float64(*c.CPU.UsageNanoCores) / 1e6})
-			}
-		}
+		var why string
+		rows, why = e.summaryRows()
 		// 2 controllers, 2 SLLBRs, 3 applications with their sidecars.
-		return len(rows) == 2+2+2*3, fmt.Sprintf("%d containers", len(rows))
+		return why == "" && len(rows) == 2+2+2*3, fmt.Sprintf("%d containers %s", len(rows), why)
 	})
 	slices.SortFunc(rows, func(a, b footprintRow) int { return strings.Compare(a.container+a.pod, b.container+b.pod) })
 	var b strings.Builder
@@ -78,4 +63,27 @@ func (e *env) phaseFootprint() {
 			e.t.Errorf("%s/%s: a working set of 0", r.pod, r.container)
 		}
 	}
+}
+
+// summaryRows reads the working set and CPU of every container of the
+// namespace from the kubelet's summary API, through the API server as a
+// user would (kubectl get --raw); why says what is missing.
+func (e *env) summaryRows() (rows []footprintRow, why string) {
+	var s summary
+	raw := e.k("get", "--raw", "/api/v1/nodes/"+node.Name+"/proxy/stats/summary")
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		return nil, err.Error()
+	}
+	for _, p := range s.Pods {
+		if p.PodRef.Namespace != ns {
+			continue
+		}
+		for _, c := range p.Containers {
+			if c.Memory.WorkingSetBytes == nil || c.CPU.UsageNanoCores == nil {
+				return nil, p.PodRef.Name + "/" + c.Name + " has no figures yet"
+			}
+			rows = append(rows, footprintRow{p.PodRef.Name, c.Name, *c.Memory.WorkingSetBytes, float64(*c.CPU.UsageNanoCores) / 1e6})
+		}
+	}
+	return rows, ""
 }

@@ -32,6 +32,13 @@ func TestIntegrationOnNode(t *testing.T) {
 		{"footprint at rest", e.phaseFootprint},
 		{"a kubelet that refuses the unsafe sysctls", e.phaseSysctlsRefused},
 		{"the kubelet and containerd restarted under load", e.phaseNodeRestarts},
+		{"the node daemon installed (deploy/target-node)", e.phaseNodeDaemonInstalled},
+		{"the application moved to the node daemon under load", e.phaseMoveToNodeDaemon},
+		{"the node daemon restarted under load", e.phaseDaemonRestarted},
+		{"SLLBR replicas 2 -> 3 -> 2 under load, node-mode pods", e.phaseScaling},
+		{"an application pod created while the node daemon is away", e.phaseCreatedWhileDaemonAway},
+		{"the node daemon's footprint at rest", e.phaseDaemonFootprint},
+		{"uninstall: the node daemon's cleanup", e.phaseDaemonCleanup},
 	}
 	for _, p := range phases {
 		t.Logf("=== phase %q at %v", p.name, time.Since(start).Round(time.Millisecond))
