@@ -1,5 +1,7 @@
 package kube
 
+import "time"
+
 // Labels and annotations of the sllbrd contract (DESIGN.md, "Contracts").
 const (
 	// LabelServiceProxyName on a Service or GatewayRouter names the Gateway
@@ -21,6 +23,13 @@ const (
 	// (default; multihoming-safe) or "addresses-and-ports".
 	AnnotationSCTPHash = "meridio-experiment/sctp-hash"
 
+	// AnnotationEndpointLiveness on a Service configures how each SLLBR
+	// checks its endpoints itself (ICMP echo on the target network):
+	// "off", or a comma-separated list of interval=DURATION, multiplier=N
+	// and hold-down=DURATION, absent keys taking the DefaultLiveness*
+	// values (docs/liveness.md).
+	AnnotationEndpointLiveness = "meridio-experiment/endpoint-liveness"
+
 	// AnnotationNetworks in a Gateway's .spec.infrastructure.annotations is a
 	// JSON list of {"name", "interface"}: the LB's interfaces towards the
 	// targets.
@@ -38,6 +47,26 @@ const (
 	DefaultMaxEndpoints = 32
 	// MaxMaxEndpoints is the largest accepted max-endpoints value.
 	MaxMaxEndpoints = 1024
+
+	// Endpoint liveness (AnnotationEndpointLiveness) when the annotation is
+	// absent or leaves a key out: a probe every 200 ms, an endpoint dead
+	// after 4 missed intervals (detection 800 ms: under a second, while one
+	// or two lost probes are not a failure), alive again after answering
+	// for 5 s (a flapping target does not churn the Maglev table).
+	DefaultLivenessInterval   = 200 * time.Millisecond
+	DefaultLivenessMultiplier = 4
+	DefaultLivenessHoldDown   = 5 * time.Second
+	// Bounds of the liveness keys: the interval, the multiplier, the
+	// detection time (interval × multiplier) and the hold-down. 10 ms to
+	// 1,000 endpoints is already 100,000 probes a second; a detection
+	// beyond a minute is no faster than the API's own (the node-monitor
+	// grace period is 40 s).
+	MinLivenessInterval   = 10 * time.Millisecond
+	MaxLivenessInterval   = 10 * time.Second
+	MaxLivenessMultiplier = 50
+	MaxLivenessDetection  = time.Minute
+	MaxLivenessHoldDown   = 10 * time.Minute
+
 	// DefaultNamespace holds objects that do not name a namespace.
 	DefaultNamespace = "default"
 )

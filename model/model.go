@@ -90,7 +90,12 @@ type Service struct {
 	// the ports so that a multihomed association reaches one target whatever
 	// addresses it uses.
 	SCTPHashPorts bool
-	Endpoints     []Endpoint
+	// Liveness says how each SLLBR checks the endpoints itself; the zero
+	// value is off. Only the prober reads it: the Maglev table and the
+	// fwmarks depend on Endpoints alone, so a change of Liveness alone
+	// rebuilds neither.
+	Liveness  Liveness
+	Endpoints []Endpoint
 }
 
 // Network is an interface of the LB towards the targets.

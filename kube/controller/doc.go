@@ -87,7 +87,10 @@
 //     or whose address another endpoint has (once per distinct reason), or
 //     that stays not ready for an invalid target-agent or status annotation
 //     (endpoints.ListedFaults), on
-//     a Service whose slice name someone else's slice has, on a pod and its
+//     a Service whose slice name someone else's slice has or whose
+//     max-endpoints or endpoint-liveness annotation is invalid
+//     (InvalidService; only the first keeps its slices as they were), on a
+//     pod and its
 //     Service when the pod is
 //     past max-endpoints, on the Gateway for invalid parameters or template
 //     and once per distinct problem of its SLLBR pods (SLLBR<kind>, related

@@ -74,7 +74,15 @@ func (c *Controller) reconcileService(ctx context.Context, name string) error {
 		c.events.warn(svc, ReasonInvalidService, "annotation "+kube.AnnotationMaxEndpoints+": "+err.Error()+"; its EndpointSlices are left as they were")
 		return nil
 	}
-	c.events.resolved(svc, ReasonInvalidService)
+	// The SLLBRs leave out a Service with an invalid liveness annotation,
+	// and the routes to it (which say so in their status); its slices do
+	// not depend on it and are written as usual.
+	if _, err := translate.Liveness(svc); err != nil {
+		c.events.warn(svc, ReasonInvalidService, "annotation "+kube.AnnotationEndpointLiveness+": "+err.Error()+
+			"; the SLLBRs leave the Service and the L34Routes to it out")
+	} else {
+		c.events.resolved(svc, ReasonInvalidService)
+	}
 	if err := c.checkPodCache(ctx, existing); err != nil {
 		return err
 	}

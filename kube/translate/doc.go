@@ -47,5 +47,13 @@
 // GatewayRouter fields left empty get the v1alpha1 Default* values, as the
 // API server would apply them from the CRD. SCTP flows hash on ports only
 // unless the Service's annotation meridio-experiment/sctp-hash says
-// "addresses-and-ports".
+// "addresses-and-ports". Endpoint liveness (model.Liveness) comes from the
+// Service's annotation meridio-experiment/endpoint-liveness: absent, the
+// kube.DefaultLiveness* values (200ms, 4, 5s); "off", the zero value;
+// otherwise "interval=DURATION,multiplier=N,hold-down=DURATION" with any
+// key left out taking its default, within the kube.*Liveness* bounds.
+//
+// A Service with an invalid annotation (max-endpoints, sctp-hash,
+// endpoint-liveness) is left out with one Problem per invalid annotation;
+// the routes that name it are left out with a Problem that says why.
 package translate

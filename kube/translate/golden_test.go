@@ -56,8 +56,16 @@ type result struct {
 type readable struct {
 	Gateway  model.Gateway
 	Routes   []readableRoute
-	Services []model.Service
+	Services []readableService
 	Routers  []readableRouter
+}
+
+type readableService struct {
+	Name          string
+	MaxEndpoints  int
+	SCTPHashPorts bool
+	Liveness      string // model.Liveness.String: the annotation's form
+	Endpoints     []model.Endpoint
 }
 
 type readableRoute struct {
@@ -85,7 +93,11 @@ func texts[T fmt.Stringer](in []T) []string {
 }
 
 func makeReadable(s *model.State) readable {
-	out := readable{Gateway: s.Gateway, Services: s.Services}
+	out := readable{Gateway: s.Gateway}
+	for _, v := range s.Services {
+		out.Services = append(out.Services, readableService{Name: v.Name, MaxEndpoints: v.MaxEndpoints,
+			SCTPHashPorts: v.SCTPHashPorts, Liveness: v.Liveness.String(), Endpoints: v.Endpoints})
+	}
 	for _, r := range s.Routes {
 		out.Routes = append(out.Routes, readableRoute{
 			Name: r.Name, Service: r.Service, Priority: r.Priority,

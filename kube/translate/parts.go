@@ -10,7 +10,8 @@ import (
 // The functions below answer one question each with exactly the rules
 // Translate applies, for callers that need a part of a translation (the
 // controller: which networks and subnets a Gateway names, how many
-// identifiers a Service has, which Gateway a parentRef names).
+// identifiers a Service has, whether its liveness annotation is valid,
+// which Gateway a parentRef names).
 
 // Gateway reads a Gateway's networks and network-subnets annotations; a
 // Problem names every fault (a missing annotation, bad JSON, a bad entry),
@@ -26,6 +27,14 @@ func Gateway(g *gatewayv1.Gateway) (model.Gateway, []Problem) {
 // absent), or why the annotation is invalid.
 func MaxEndpoints(svc *corev1.Service) (int, error) {
 	return parseMaxEndpoints(svc.Annotations)
+}
+
+// Liveness returns a Service's endpoint liveness from its
+// meridio-experiment/endpoint-liveness annotation (the kube.DefaultLiveness*
+// values when absent; the zero model.Liveness for "off"), or why the
+// annotation is invalid.
+func Liveness(svc *corev1.Service) (model.Liveness, error) {
+	return parseLiveness(svc.Annotations)
 }
 
 // IsParent reports whether p, a parentRef of a route in namespace

@@ -3,6 +3,7 @@ package translate
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -42,26 +43,37 @@ func translateServices(gw model.Gateway, services []*corev1.Service,
 				gw.Name, kube.LabelServiceProxyName, proxy)
 			continue
 		}
-		maxEndpoints, err := parseMaxEndpoints(svc.Annotations)
-		if err != nil {
-			ps.add(KindService, svc, "metadata.annotations["+kube.AnnotationMaxEndpoints+"]", "%v", err)
-			set.rejected[svc.Name] = "is invalid: " + err.Error()
+		s, why := serviceParameters(svc, ps)
+		if len(why) > 0 {
+			set.rejected[svc.Name] = "is invalid: " + strings.Join(why, "; ")
 			continue
 		}
-		sctpPorts, err := parseSCTPHash(svc.Annotations)
-		if err != nil {
-			ps.add(KindService, svc, "metadata.annotations["+kube.AnnotationSCTPHash+"]", "%v", err)
-			set.rejected[svc.Name] = "is invalid: " + err.Error()
-			continue
-		}
-		set.accepted = append(set.accepted, model.Service{
-			Name:          svc.Name,
-			MaxEndpoints:  maxEndpoints,
-			SCTPHashPorts: sctpPorts,
-			Endpoints:     translateEndpoints(gw, svc.Name, maxEndpoints, slicesOf(svc.Name, slicesInScope), ps),
-		})
+		s.Name = svc.Name
+		s.Endpoints = translateEndpoints(gw, svc.Name, s.MaxEndpoints, slicesOf(svc.Name, slicesInScope), ps)
+		set.accepted = append(set.accepted, s)
 	}
 	return set
+}
+
+// serviceParameters reads a Service's annotations into a model.Service
+// without name or endpoints. Each invalid annotation is a Problem, and why
+// says it for the routes that name the Service.
+func serviceParameters(svc *corev1.Service, ps *problems) (s model.Service, why []string) {
+	fault := func(annotation string, err error) {
+		ps.add(KindService, svc, "metadata.annotations["+annotation+"]", "%v", err)
+		why = append(why, "annotation "+annotation+": "+err.Error())
+	}
+	var err error
+	if s.MaxEndpoints, err = parseMaxEndpoints(svc.Annotations); err != nil {
+		fault(kube.AnnotationMaxEndpoints, err)
+	}
+	if s.SCTPHashPorts, err = parseSCTPHash(svc.Annotations); err != nil {
+		fault(kube.AnnotationSCTPHash, err)
+	}
+	if s.Liveness, err = parseLiveness(svc.Annotations); err != nil {
+		fault(kube.AnnotationEndpointLiveness, err)
+	}
+	return s, why
 }
 
 func parseMaxEndpoints(annotations map[string]string) (int, error) {
@@ -69,9 +81,14 @@ func parseMaxEndpoints(annotations map[string]string) (int, error) {
 	if !ok {
 		return kube.DefaultMaxEndpoints, nil
 	}
-	n, err := strconv.Atoi(raw)
-	if err != nil || n < 1 || n > kube.MaxMaxEndpoints {
-		return 0, fmt.Errorf("%q is not an integer in 1..%d", raw, kube.MaxMaxEndpoints)
+	return parseIntIn(raw, 1, kube.MaxMaxEndpoints)
+}
+
+// parseIntIn reads a decimal integer in lo..hi.
+func parseIntIn(s string, lo, hi int) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		return 0, fmt.Errorf("%q is not an integer in %d..%d", s, lo, hi)
 	}
 	return n, nil
 }

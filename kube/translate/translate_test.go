@@ -88,6 +88,9 @@ func TestTranslateKeepsGoodObjects(t *testing.T) {
 	}, {
 		file:  "testdata/router-bgp.yaml",
 		check: checkRouterBGP,
+	}, {
+		file:  "testdata/liveness.yaml",
+		check: checkLiveness,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
