@@ -270,7 +270,7 @@ func TestTargetNodeComponent(t *testing.T) {
 // annotation: no agent annotation (absent means the node daemon), no
 // ServiceAccount token, the RuntimeDefault seccomp filter, no capability.
 func TestTargetApplicationNodeExample(t *testing.T) {
-	docs := documents(t, "examples/target-application-node.yaml")
+	docs := documents(t, "examples/node-daemon/target-application.yaml")
 	if len(docs) != 1 {
 		t.Fatalf("%d documents, want a Deployment", len(docs))
 	}

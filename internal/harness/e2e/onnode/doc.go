@@ -26,7 +26,7 @@
 //  8. the node daemon (the component deploy/target-node, pointed at this
 //     node's containerd socket and network namespace mounts): it starts
 //     with exactly its documented privileges and leaves the sidecar pods
-//     alone; deploy/examples/target-application-node.yaml moves the
+//     alone; deploy/examples/node-daemon/target-application.yaml moves the
 //     application to it by a rolling update under load; it is restarted
 //     under load, follows SLLBR scaling, configures a pod created while it
 //     was away (which no flow reaches before), and its cleanup component

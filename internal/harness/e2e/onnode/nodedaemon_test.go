@@ -96,14 +96,14 @@ func (e *env) phaseNodeDaemonInstalled() {
 	}
 }
 
-// phaseMoveToNodeDaemon applies deploy/examples/target-application-node.yaml
+// phaseMoveToNodeDaemon applies deploy/examples/node-daemon/target-application.yaml
 // over the sidecar example under load: a rolling update moves every pod to
 // the node daemon. A new pod is an endpoint only once the daemon applied
 // its configuration, so no flow is sent to a pod without its VIPs.
 func (e *env) phaseMoveToNodeDaemon() {
 	ld := e.startLoad()
 	start := time.Now()
-	overlay := e.appOverlay("app-node", "target-application-node.yaml")
+	overlay := e.appOverlay("app-node", "node-daemon/target-application.yaml")
 	e.k("apply", "-k", filepath.Dir(overlay))
 	e.waitFor(3*time.Minute, "the application rolled out without sidecar", func() (bool, string) {
 		if ok, why := e.deploymentReady(appName); !ok {
