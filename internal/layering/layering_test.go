@@ -38,12 +38,19 @@ var rules = []rule{
 	{"internal/targetnet", append(thirdPartyKube, module+"/dataplane", "github.com/prometheus/")},
 	// What it shares with dataplane/route: routes over netlink, nothing of sllbrd's.
 	{"internal/tableroute", append(thirdPartyKube, module+"/dataplane", module+"/internal/targetnet", module+"/model", "github.com/prometheus/")},
+	// The SLLBR's endpoint prober: sockets and plain types only.
+	{"internal/liveness", append(thirdPartyKube, module+"/dataplane", module+"/model", "github.com/prometheus/")},
+	// The node daemon's view of the runtime: the CRI API (k8s.io/cri-api),
+	// nothing of sllbrd's or of the Kubernetes API.
+	{"internal/cri", []string{"k8s.io/client-go", "k8s.io/api/", "sigs.k8s.io/", "github.com/osrg/gobgp", "github.com/prometheus/",
+		module + "/kube", module + "/bgp", module + "/dataplane", module + "/model", module + "/internal/targetnet"}},
 }
 
 // shipped are the packages linked into the sllbrd binary (and their
 // subpackages): none may depend on the test harness.
 var shipped = []string{"cmd", "dataplane", "maglev", "bfd", "bgp", "kube", "model",
-	"internal/metrics", "internal/reconcile", "internal/uplink", "internal/admin", "internal/targetnet"}
+	"internal/metrics", "internal/reconcile", "internal/uplink", "internal/admin", "internal/targetnet",
+	"internal/tableroute", "internal/liveness", "internal/cri", "internal/mountinfo"}
 
 func init() {
 	for _, dir := range shipped {
