@@ -35,6 +35,7 @@ type adminBackend struct {
 	level     *slog.LevelVar
 	log       *slog.Logger
 	now       func() time.Time
+	liveness  func() livenessView // the endpoint liveness checks; nil: none
 }
 
 var _ admin.Backend = (*adminBackend)(nil)
@@ -81,14 +82,27 @@ func (b *adminBackend) Routes(context.Context) (admin.Routes, error) {
 
 func (b *adminBackend) Services(context.Context) (admin.Services, error) {
 	in := b.engine.Inspect()
+	var lv livenessView
+	if b.liveness != nil {
+		lv = b.liveness()
+	}
+	now := b.now()
 	out := admin.Services{Generation: in.Generation, Services: []admin.Service{}}
 	for _, sv := range in.Services {
 		svc := admin.Service{Name: sv.Name, MaxEndpoints: sv.MaxEndpoints, SCTPHashPorts: sv.SCTPHashPorts,
 			IPv4: admin.Table{Size: sv.IPv4.Size, ActiveEndpoints: sv.IPv4.ActiveSlots},
-			IPv6: admin.Table{Size: sv.IPv6.Size, ActiveEndpoints: sv.IPv6.ActiveSlots}, Endpoints: []admin.Endpoint{}}
+			IPv6: admin.Table{Size: sv.IPv6.Size, ActiveEndpoints: sv.IPv6.ActiveSlots}, Endpoints: []admin.Endpoint{},
+			Liveness: serviceLiveness(lv.services[sv.Name])}
 		for _, ep := range sv.Endpoints {
+			addr := func(f *dataplane.EndpointFamilyView, size int) *admin.EndpointAddress {
+				a := b.endpointAddress(sv.Name, ep.ID, f, size)
+				if a != nil {
+					a.Liveness = addressLiveness(lv, sv.Name, a.Address, now)
+				}
+				return a
+			}
 			svc.Endpoints = append(svc.Endpoints, admin.Endpoint{Service: sv.Name, ID: ep.ID, Mark: ep.Mark,
-				IPv4: b.endpointAddress(sv.Name, ep.ID, ep.IPv4, sv.IPv4.Size), IPv6: b.endpointAddress(sv.Name, ep.ID, ep.IPv6, sv.IPv6.Size)})
+				IPv4: addr(ep.IPv4, sv.IPv4.Size), IPv6: addr(ep.IPv6, sv.IPv6.Size)})
 		}
 		out.Services = append(out.Services, svc)
 	}
@@ -102,6 +116,26 @@ func (b *adminBackend) endpointAddress(service string, id int, f *dataplane.Endp
 	c := b.endpointCount(service, id, f)
 	return &admin.EndpointAddress{Address: f.Addr, Ready: f.Ready, Entries: f.Entries, Share: share(f.Entries, size),
 		Packets: c.Packets, Bytes: c.Bytes}
+}
+
+// serviceLiveness writes a Service's liveness configuration for show.
+func serviceLiveness(l model.Liveness) admin.ServiceLiveness {
+	if l.Off() {
+		return admin.ServiceLiveness{}
+	}
+	return admin.ServiceLiveness{On: true, IntervalSeconds: l.Interval.Seconds(), Multiplier: l.Multiplier,
+		DetectionSeconds: l.Detection().Seconds(), HoldDownSeconds: l.HoldDown.Seconds()}
+}
+
+// addressLiveness writes what the probes found of a Service's endpoint
+// address (nil: not probed).
+func addressLiveness(lv livenessView, service string, a netip.Addr, now time.Time) *admin.AddressLiveness {
+	s, ok := lv.state(service, a)
+	if !ok {
+		return nil
+	}
+	return &admin.AddressLiveness{Alive: s.Alive, Since: s.Since, SinceSeconds: max(now.Sub(s.Since), 0).Seconds(),
+		Transitions: s.Transitions, LastReply: s.LastReply, RTTSeconds: s.RTT.Seconds()}
 }
 
 func share(entries, size int) float64 {

@@ -107,7 +107,7 @@ func (d *daemon) serveAdmin(g *errgroup.Group, gctx context.Context) error {
 func (d *daemon) adminBackend() *adminBackend {
 	b := &adminBackend{engine: d.engine, status: d.status, ready: d.ready, gateway: d.cfg.gateway,
 		source: sourceOf(d.cfg), queues: d.cfg.queues, copyRange: d.cfg.copyRange,
-		level: d.cfg.admin.level, log: d.log, now: time.Now}
+		level: d.cfg.admin.level, log: d.log, now: time.Now, liveness: d.liveness.view}
 	if d.kernel != nil {
 		b.kernel = d.kernel
 	}

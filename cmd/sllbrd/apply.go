@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"runtime/debug"
 	"slices"
@@ -54,10 +55,14 @@ type applier struct {
 	// gateways returns the return path's next hops as the routing apply
 	// left them (the loop's, updated through SetGateways; nil: the pass's).
 	gateways func() []route.Nexthop
+	// moved counts the Maglev entries a change of the dead set moved (nil:
+	// not counted).
+	moved func(tableMoves)
 
-	announced []netip.Addr // VIPs last announced
-	loggedGen uint64       // generation whose problems were logged
-	atRest    *time.Timer  // releases memory once applies stop (releaseAtRest)
+	announced []netip.Addr        // VIPs last announced
+	dead      map[netip.Addr]bool // the dead set of the last apply the dataplane accepted
+	loggedGen uint64              // generation whose problems were logged
+	atRest    *time.Timer         // releases memory once applies stop (releaseAtRest)
 }
 
 // apply configures the GatewayRouters first: the next hops that makes
@@ -71,7 +76,11 @@ func (a *applier) apply(ctx context.Context, want reconcile.Desired) error {
 	if a.gateways != nil {
 		gateways = a.gateways()
 	}
-	res, dpErr := a.dataplane.Apply(want.State, gateways)
+	// The endpoints this SLLBR finds dead are programmed not ready; the
+	// VIPs served, and so announced, follow from the same state, so a VIP
+	// whose Service has no live ready endpoint left is withdrawn.
+	res, dpErr := a.dataplane.Apply(withoutDead(want.State, want.Dead), gateways)
+	a.countMoves(want, dpErr)
 	a.releaseAtRest()
 	if !res.RetireAt.IsZero() && a.rerunBy != nil {
 		a.rerunBy(res.RetireAt)
@@ -95,6 +104,18 @@ func (a *applier) apply(ctx context.Context, want reconcile.Desired) error {
 			"served_vips", len(res.ServedVIPs), "endpoints", res.Endpoints, "latency", time.Since(want.Changed).String())
 	}
 	return errors.Join(errs...)
+}
+
+// countMoves counts, once the dataplane accepted a new dead set, the Maglev
+// entries that the change of the dead set moved (livenessMoves).
+func (a *applier) countMoves(want reconcile.Desired, dpErr error) {
+	if dpErr != nil || maps.Equal(a.dead, want.Dead) {
+		return
+	}
+	if a.moved != nil {
+		a.moved(livenessMoves(want.State, a.dead, want.Dead))
+	}
+	a.dead = want.Dead
 }
 
 // restDelay is how long after the last apply the memory it used goes back

@@ -32,4 +32,14 @@
 // endpoint and socket, and the reconcile loop's apply (applier), which
 // programs the dataplane, applies the GatewayRouters and announces the
 // served VIPs in one retried pass. Everything it starts lives in the packages it imports.
+//
+// Endpoint liveness (docs/liveness.md; liveness*.go): the SLLBR's
+// internal/liveness prober follows the API-ready endpoints of the Services
+// whose liveness is on, and its dead set is a part of the reconcile loop's
+// desired state (Loop.SetDead). The applier programs a copy of the
+// configuration in which those endpoints are not ready (withoutDead: they
+// leave this SLLBR's Maglev tables and keep their identifiers and marks),
+// so the VIPs announced follow from it too; it counts the table entries
+// each change moved. Transitions are metrics, shown by sllbrd show, and
+// rate-limited Events regarding the Service (log lines with --manifests).
 package main

@@ -39,9 +39,14 @@ type daemon struct {
 	diag     *admin.Diagnostics // the admin socket, metrics and pprof servers
 
 	applier *applier
-	uplink  *uplink.Uplink
-	speaker *bgp.OnDemand
-	status  *configStatus // what sllbrd show config reports
+	// The endpoint liveness checks (startLiveness); stopEvents stops the
+	// Event recorder (nil without an API server).
+	liveness       *endpointLiveness
+	livenessEvents *livenessEvents
+	stopEvents     func()
+	uplink         *uplink.Uplink
+	speaker        *bgp.OnDemand
+	status         *configStatus // what sllbrd show config reports
 
 	// The netfilter netlink sockets stay open for the daemon's life:
 	// releasing one after a commit holds the nftables commit mutex for an
@@ -78,6 +83,9 @@ func newDaemon(cfg *config, log *slog.Logger) (*daemon, error) {
 		return nil, err
 	}
 	d.applier.problems = d.source.setDataplaneProblems
+	if err := d.startLiveness(); err != nil {
+		return nil, err
+	}
 	findings, err := sysctl.Ensure(cfg.setSysctls)
 	for _, f := range findings {
 		if f.Fixed {
@@ -136,7 +144,7 @@ func newDaemon(cfg *config, log *slog.Logger) (*daemon, error) {
 		return nil, err
 	}
 	d.registry.MustRegister(metrics.NewEngineCollector(stats), metrics.NewNFQueueCollector(metrics.GroupQueues(d.queues)),
-		d.applies, metrics.ReadyGauge(d.ready), diagnosticsCollector{d.diag})
+		d.applies, metrics.ReadyGauge(d.ready), diagnosticsCollector{d.diag}, metrics.NewLivenessCollector(d.liveness))
 	return d, nil
 }
 
@@ -174,6 +182,8 @@ func (d *daemon) run(ctx context.Context) error {
 	}
 	g.Go(func() error { return d.engine.Serve(gctx, d.queues) })
 	g.Go(func() error { return d.loop.Run(gctx) })
+	g.Go(func() error { return d.liveness.run(gctx) })
+	g.Go(func() error { return d.livenessEvents.run(gctx) })
 	g.Go(func() error { return d.source.Run(gctx) })
 	g.Go(func() error { return d.uplink.Run(gctx) })
 	g.Go(func() error {
@@ -215,5 +225,11 @@ func (d *daemon) close() {
 	}
 	if err := d.entries.Close(); err != nil {
 		d.log.Warn("closing the nftables entry socket", "err", err)
+	}
+	if err := d.liveness.close(); err != nil {
+		d.log.Warn("closing the liveness probe sockets", "err", err)
+	}
+	if d.stopEvents != nil {
+		d.stopEvents()
 	}
 }

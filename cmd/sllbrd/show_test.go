@@ -19,6 +19,7 @@ import (
 	"github.com/sllbrd/sllbrd/dataplane"
 	"github.com/sllbrd/sllbrd/internal/admin"
 	"github.com/sllbrd/sllbrd/internal/harness/testpkt"
+	"github.com/sllbrd/sllbrd/internal/liveness"
 	"github.com/sllbrd/sllbrd/kube/manifest"
 	"github.com/sllbrd/sllbrd/kube/translate"
 	"github.com/sllbrd/sllbrd/model"
@@ -30,8 +31,10 @@ var update = flag.Bool("update", false, "rewrite testdata/admin/* from the curre
 var goldenClock = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 
 // goldenState is the configuration of the golden tests: routes with every
-// kind of match, a dual-stack Service with an endpoint not ready, an
-// IPv4-only Service, and a route to a Service that does not exist.
+// kind of match, a dual-stack Service with an endpoint not ready and the
+// default liveness checks, an IPv4-only Service without, a Service no route
+// uses whose liveness checks find an endpoint dead (goldenLiveness), and a
+// route to a Service that does not exist.
 func goldenState() *model.State {
 	vips := []netip.Prefix{netip.MustParsePrefix("20.0.0.1/32"), netip.MustParsePrefix("2001:db8::1/128")}
 	ep := func(id int, a string, ready bool) model.Endpoint {
@@ -58,15 +61,51 @@ func goldenState() *model.State {
 				Destinations: []netip.Prefix{netip.MustParsePrefix("20.0.0.2/32")}, Protocols: []model.Protocol{model.ProtoTCP}},
 		},
 		Services: []model.Service{
-			{Name: "service-a", MaxEndpoints: 4, SCTPHashPorts: true, Endpoints: []model.Endpoint{
+			{Name: "service-a", MaxEndpoints: 4, SCTPHashPorts: true, Liveness: defaultLiveness, Endpoints: []model.Endpoint{
 				ep(0, "169.254.100.10", true), ep(0, "fd00:100::10", true),
 				ep(1, "169.254.100.11", true), ep(1, "fd00:100::11", true),
 				ep(2, "169.254.100.12", false),
 			}},
 			{Name: "service-b", MaxEndpoints: 2, Endpoints: []model.Endpoint{ep(1, "169.254.100.21", true)}},
+			{Name: "service-c", MaxEndpoints: 2, Liveness: model.Liveness{Interval: 100 * time.Millisecond, Multiplier: 3},
+				Endpoints: []model.Endpoint{ep(0, "169.254.100.31", true), ep(1, "169.254.100.32", true)}},
 		},
 	}
 }
+
+// defaultLiveness is the liveness configuration of a Service without the
+// annotation.
+var defaultLiveness = model.Liveness{Interval: 200 * time.Millisecond, Multiplier: 4, HoldDown: 5 * time.Second}
+
+// goldenLiveness is what the golden daemon's liveness checks found: every
+// probed address alive but 169.254.100.31, dead for 2 s (the engine
+// programs it not ready); one address not answered yet.
+func goldenLiveness() livenessView {
+	services, probed, _ := livenessTargets(goldenState())
+	at := func(ago time.Duration) time.Time { return goldenClock.Add(-ago) }
+	state := func(a string, alive bool, since time.Duration, transitions uint64, reply time.Duration, rtt time.Duration) liveness.State {
+		s := liveness.State{Addr: netip.MustParseAddr(a), Alive: alive, Since: at(since), Transitions: transitions, RTT: rtt}
+		if reply > 0 {
+			s.LastReply = at(reply)
+		}
+		return s
+	}
+	states := map[netip.Addr]liveness.State{}
+	for _, s := range []liveness.State{
+		state("169.254.100.10", true, time.Hour, 0, 150*time.Millisecond, 213*time.Microsecond),
+		state("fd00:100::10", true, time.Hour, 0, 50*time.Millisecond, 187*time.Microsecond),
+		state("169.254.100.11", true, 42*time.Second, 2, 10*time.Millisecond, 1250*time.Microsecond),
+		state("fd00:100::11", true, 120*time.Millisecond, 0, 0, 0),
+		state("169.254.100.31", false, 2*time.Second, 1, 2400*time.Millisecond, 301*time.Microsecond),
+		state("169.254.100.32", true, time.Hour, 0, 40*time.Millisecond, 95*time.Microsecond),
+	} {
+		states[s.Addr] = s
+	}
+	return livenessView{services: services, probed: probed, states: states}
+}
+
+// goldenDead is the dead set of goldenLiveness.
+var goldenDead = map[netip.Addr]bool{netip.MustParseAddr("169.254.100.31"): true}
 
 // goldenDaemon builds the daemon state the admin socket reports on, in
 // process with fakes for BGP and BFD, lets each change apply to the backend,
@@ -74,7 +113,7 @@ func goldenState() *model.State {
 func goldenDaemon(t *testing.T, changes ...func(*adminBackend)) (socket string, b *adminBackend) {
 	t.Helper()
 	engine := dataplane.NewEngine()
-	plan, err := engine.Build(goldenState())
+	plan, err := engine.Build(withoutDead(goldenState(), goldenDead))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +127,7 @@ func goldenDaemon(t *testing.T, changes ...func(*adminBackend)) (socket string, 
 	b = &adminBackend{engine: engine, status: status, ready: func() (bool, []string) { return true, nil },
 		gateway: "sllb-a", source: admin.Source{Kind: "file", Path: "/etc/sllbrd/manifests"},
 		queues: 2, holdLimit: 1024, copyRange: 256, level: level, log: slog.New(slog.DiscardHandler),
-		now: func() time.Time { return goldenClock }, bgp: fakeBGP, bfd: fakeBFD}
+		now: func() time.Time { return goldenClock }, bgp: fakeBGP, bfd: fakeBFD, liveness: goldenLiveness}
 	for _, c := range changes {
 		c(b)
 	}

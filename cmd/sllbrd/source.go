@@ -19,6 +19,7 @@ import (
 	"github.com/sllbrd/sllbrd/kube/apiserver"
 	"github.com/sllbrd/sllbrd/kube/manifest"
 	"github.com/sllbrd/sllbrd/kube/translate"
+	"github.com/sllbrd/sllbrd/model"
 )
 
 // configSource feeds the reconcile loop from manifests or the API server.
@@ -30,6 +31,9 @@ type configSource struct {
 	ready   func() (bool, string) // the source's own readiness (nil: none)
 	// onUpdate sees every update (sllbrd show config); nil: none.
 	onUpdate func(manifest.Update)
+	// onState sees every new state before the loop does (the endpoint
+	// liveness checks); nil: none.
+	onState func(*model.State)
 
 	mu       sync.Mutex
 	lastGen  uint64
@@ -101,6 +105,9 @@ func (s *configSource) emit(u manifest.Update) {
 	}
 	if changed {
 		s.log.Debug("configuration changed", "generation", u.State.Generation)
+		if s.onState != nil {
+			s.onState(u.State)
+		}
 		s.loop.SetState(u.State, seen)
 	}
 	// A missing Gateway keeps the last state programmed but withdraws its

@@ -90,8 +90,9 @@ func (s Services) WriteText(w io.Writer) error {
 		if svc.SCTPHashPorts {
 			hash = "sctp hashed on ports"
 		}
-		fmt.Fprintf(w, "\n%s: %d identifiers; ipv4 table %d entries, %d active; ipv6 table %d entries, %d active; %s\n",
-			svc.Name, svc.MaxEndpoints, svc.IPv4.Size, svc.IPv4.ActiveEndpoints, svc.IPv6.Size, svc.IPv6.ActiveEndpoints, hash)
+		fmt.Fprintf(w, "\n%s: %d identifiers; ipv4 table %d entries, %d active; ipv6 table %d entries, %d active; %s; %s\n",
+			svc.Name, svc.MaxEndpoints, svc.IPv4.Size, svc.IPv4.ActiveEndpoints, svc.IPv6.Size, svc.IPv6.ActiveEndpoints, hash,
+			svc.Liveness.describe())
 		if len(svc.Endpoints) == 0 {
 			fmt.Fprintln(w, "  no endpoints")
 			continue
@@ -112,7 +113,7 @@ func (e Endpoints) WriteText(w io.Writer) error {
 // writeEndpoints writes one line per endpoint address.
 func writeEndpoints(w io.Writer, eps []Endpoint, withService bool) error {
 	t := newTable(w)
-	head := []any{"ID", "MARK", "FAMILY", "ADDRESS", "READY", "ENTRIES", "SHARE", "PACKETS", "BYTES"}
+	head := []any{"ID", "MARK", "FAMILY", "ADDRESS", "READY", "ENTRIES", "SHARE", "PACKETS", "BYTES", "LIVENESS", "RTT"}
 	indent := "  "
 	if withService {
 		head, indent = append([]any{"SERVICE"}, head...), ""
@@ -128,6 +129,7 @@ func writeEndpoints(w io.Writer, eps []Endpoint, withService bool) error {
 				continue
 			}
 			cells := []any{ep.ID, hexMark(ep.Mark), f.name, f.a.Address, yesNo(f.a.Ready), f.a.Entries, percent(f.a.Share), f.a.Packets, f.a.Bytes}
+			cells = append(cells, f.a.Liveness.cells()...)
 			if withService {
 				cells = append([]any{ep.Service}, cells...)
 			}
@@ -136,6 +138,41 @@ func writeEndpoints(w io.Writer, eps []Endpoint, withService bool) error {
 		}
 	}
 	return t.flush()
+}
+
+// describe writes the configuration as the Service line shows it.
+func (l ServiceLiveness) describe() string {
+	if !l.On {
+		return "liveness off"
+	}
+	back := "back at the first reply"
+	if l.HoldDownSeconds > 0 {
+		back = "back after answering for " + seconds(l.HoldDownSeconds)
+	}
+	return fmt.Sprintf("liveness probed every %s, dead after %d missed (%s), %s", seconds(l.IntervalSeconds),
+		l.Multiplier, seconds(l.DetectionSeconds), back)
+}
+
+// cells writes the LIVENESS and RTT columns: "alive 1m2s" or "dead 3.2s"
+// (how long in that state) and the last round-trip time, "-" when not
+// probed or no reply yet.
+func (l *AddressLiveness) cells() []any {
+	if l == nil {
+		return []any{"-", "-"}
+	}
+	state := "dead "
+	if l.Alive {
+		state = "alive "
+	}
+	since := "0s"
+	if l.SinceSeconds > 0 {
+		since = seconds(l.SinceSeconds)
+	}
+	rtt := "-"
+	if !l.LastReply.IsZero() {
+		rtt = strconv.FormatFloat(1000*l.RTTSeconds, 'f', 3, 64) + "ms"
+	}
+	return []any{state + since, rtt}
 }
 
 func hexMark(m uint32) string { return "0x" + strconv.FormatUint(uint64(m), 16) }

@@ -49,6 +49,19 @@ type Service struct {
 	IPv4          Table      `json:"ipv4"`
 	IPv6          Table      `json:"ipv6"`
 	Endpoints     []Endpoint `json:"endpoints"`
+	// Liveness is how this SLLBR checks the Service's endpoints itself
+	// (docs/liveness.md).
+	Liveness ServiceLiveness `json:"liveness"`
+}
+
+// ServiceLiveness is a Service's endpoint liveness configuration; all
+// zero when off.
+type ServiceLiveness struct {
+	On               bool    `json:"on"`
+	IntervalSeconds  float64 `json:"intervalSeconds"`
+	Multiplier       int     `json:"multiplier"`
+	DetectionSeconds float64 `json:"detectionSeconds"` // interval × multiplier
+	HoldDownSeconds  float64 `json:"holdDownSeconds"`
 }
 
 // Table is one family's Maglev table.
@@ -76,11 +89,26 @@ type Endpoint struct {
 // EndpointAddress is an endpoint's address of one family.
 type EndpointAddress struct {
 	Address netip.Addr `json:"address"`
-	Ready   bool       `json:"ready"`
-	Entries int        `json:"entries"` // entries of the family's table it owns
-	Share   float64    `json:"share"`   // entries / table size: its expected share of new flows
-	Packets uint64     `json:"packets"`
-	Bytes   uint64     `json:"bytes"`
+	// Ready: it receives new flows (ready for the API and, when probed,
+	// alive for this SLLBR).
+	Ready   bool    `json:"ready"`
+	Entries int     `json:"entries"` // entries of the family's table it owns
+	Share   float64 `json:"share"`   // entries / table size: its expected share of new flows
+	Packets uint64  `json:"packets"`
+	Bytes   uint64  `json:"bytes"`
+	// Liveness is this SLLBR's own check of the address; null when it is
+	// not probed (the Service's liveness is off, or the API says not ready).
+	Liveness *AddressLiveness `json:"liveness"`
+}
+
+// AddressLiveness is what this SLLBR's probes found of an endpoint address.
+type AddressLiveness struct {
+	Alive        bool      `json:"alive"`        // false: dead, out of this SLLBR's tables
+	Since        time.Time `json:"since"`        // of the last transition, or when probing began
+	SinceSeconds float64   `json:"sinceSeconds"` // how long ago Since was
+	Transitions  uint64    `json:"transitions"`  // to dead and back, since probing began
+	LastReply    time.Time `json:"lastReply"`    // of the last valid reply; zero: none yet
+	RTTSeconds   float64   `json:"rttSeconds"`   // of the last valid reply
 }
 
 // Sessions is `show sessions`: BGP peers and BFD sessions.

@@ -18,6 +18,10 @@
 //     data plane programmed, last applied generation, problems, failures
 //     of each component of an apply: dataplane, gateway routers, VIP
 //     announcement).
+//   - LivenessCollector: the SLLBR's endpoint liveness probes (each probed
+//     endpoint alive or dead, transitions, probes, replies by result, the
+//     Maglev entries liveness moved, the Events recorded), from a
+//     LivenessSource the caller implements.
 //   - ReadyGauge: sllbrd_ready, evaluated from the same function as /readyz.
 //   - BFDStateLabel, BFDDiagnosticLabel: the label values of the BFD
 //     session metrics, for other views of the sessions (sllbrd show).

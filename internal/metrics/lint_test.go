@@ -40,6 +40,7 @@ func registerAll(t *testing.T, reg prometheus.Registerer) {
 		cfg, ctl, tgt,
 		newTargetNodeCollector(node), // the node daemon's own; the rest of its exposition is tgt's (TargetNode)
 		ReadyGauge(func() (bool, []string) { return true, nil }),
+		NewLivenessCollector(livenessSample()),
 	)
 }
 

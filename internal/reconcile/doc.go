@@ -6,8 +6,9 @@
 // announcement all go through its ApplyFunc, so a failure of any of them is
 // retried the same way and shows in Status (readiness).
 //
-// Producers (the configuration source, the uplink supervisor) Set their part
-// of the desired state at any rate; the loop applies the latest complete
+// Producers (the configuration source, the uplink supervisor, the endpoint
+// liveness prober: SetState, SetGateways, SetGatewayGone, SetDead) set their
+// part of the desired state at any rate; the loop applies the latest complete
 // state. A change after a quiet period (counted from the end of the
 // previous apply) is applied at once, and one that follows the previous
 // apply waits at most MinInterval (50 ms) from its start;

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -19,6 +20,9 @@ type Desired struct {
 	// or no longer defined): State is the last one seen and stays
 	// programmed, but none of its VIPs may be announced.
 	GatewayGone bool
+	// Dead holds the endpoint addresses this SLLBR's liveness checks find
+	// dead (SetDead); never modified once set: a change replaces the map.
+	Dead map[netip.Addr]bool
 	// Changed is when the oldest change not yet applied was observed: the
 	// apply latency runs from here.
 	Changed time.Time

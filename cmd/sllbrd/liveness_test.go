@@ -1,0 +1,61 @@
+package main
+
+import (
+	"net/netip"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sllbrd/sllbrd/internal/liveness"
+	"github.com/sllbrd/sllbrd/model"
+)
+
+// TestLivenessTargets: the API-ready endpoints of the Services whose
+// liveness is on are probed, an address of two Services once per Service
+// (Prober.Set keeps the stricter Config), mapped addresses unmapped; the
+// rest is not probed.
+func TestLivenessTargets(t *testing.T) {
+	st := livenessState()
+	fast := model.Liveness{Interval: 50 * time.Millisecond, Multiplier: 3, HoldDown: time.Second}
+	st.Services = append(st.Services, model.Service{Name: "service-c", MaxEndpoints: 2, Liveness: fast,
+		Endpoints: []model.Endpoint{{ID: 0, Addr: netip.AddrFrom16(addr12.As16()), Ready: true}}})
+	services, probed, targets := livenessTargets(st)
+	if want := map[string]model.Liveness{"service-a": defaultLiveness, "service-b": {}, "service-c": fast}; !reflect.DeepEqual(services, want) {
+		t.Errorf("services %v, want %v", services, want)
+	}
+	wantProbed := map[netip.Addr][]endpointRef{
+		addr11: {{"service-a", 0}}, addr12: {{"service-a", 1}, {"service-c", 0}}, addr6: {{"service-a", 1}},
+		netip.MustParseAddr("169.111.100.14"): {{"service-a", 3}},
+	}
+	if !reflect.DeepEqual(probed, wantProbed) {
+		t.Errorf("probed %v, want %v", probed, wantProbed)
+	}
+	def := liveness.Config{Interval: 200 * time.Millisecond, Multiplier: 4, HoldDown: 5 * time.Second}
+	wantTargets := []liveness.Target{{Addr: addr11, Config: def}, {Addr: addr12, Config: def}, {Addr: addr6, Config: def},
+		{Addr: netip.MustParseAddr("169.111.100.14"), Config: def},
+		{Addr: addr12, Config: liveness.Config{Interval: 50 * time.Millisecond, Multiplier: 3, HoldDown: time.Second}}}
+	if !slices.Equal(targets, wantTargets) {
+		t.Errorf("targets %v, want %v", targets, wantTargets)
+	}
+}
+
+// TestLivenessViewState: an address's state is shown for the Services that
+// probe it only.
+func TestLivenessViewState(t *testing.T) {
+	services, probed, _ := livenessTargets(livenessState())
+	s := liveness.State{Addr: addr12, Alive: false}
+	v := livenessView{services: services, probed: probed, states: map[netip.Addr]liveness.State{addr12: s}}
+	if got, ok := v.state("service-a", netip.AddrFrom16(addr12.As16())); !ok || got != s {
+		t.Errorf("service-a: %+v %v", got, ok)
+	}
+	if _, ok := v.state("service-b", addr12); ok {
+		t.Error("service-b (liveness off) shows a state")
+	}
+	if _, ok := v.state("service-a", addr11); ok {
+		t.Error("an address the prober does not hold shows a state")
+	}
+	if _, ok := (livenessView{}).state("service-a", addr12); ok {
+		t.Error("an empty view shows a state")
+	}
+}

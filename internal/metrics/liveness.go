@@ -1,0 +1,129 @@
+package metrics
+
+import (
+	"net/netip"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sllbrd/sllbrd/internal/liveness"
+)
+
+// LivenessSource is the SLLBR's endpoint liveness checks (docs/liveness.md),
+// read at each scrape; cmd/sllbrd implements it over a liveness.Prober.
+type LivenessSource interface {
+	// LivenessEndpoints lists every probed endpoint: each Service (with
+	// liveness on) and identifier of each address the prober follows.
+	LivenessEndpoints() []LivenessEndpoint
+	// LivenessCounts returns the counters and the addresses by state.
+	LivenessCounts() LivenessCounts
+}
+
+// LivenessEndpoint is one probed endpoint address of a Service.
+type LivenessEndpoint struct {
+	Service string
+	ID      int
+	Address netip.Addr
+	Alive   bool
+}
+
+// LivenessCounts are the liveness checks' counters since start and the
+// addresses probed now.
+type LivenessCounts struct {
+	Prober      liveness.Stats
+	Alive, Dead int    // addresses probed, by state
+	Down, Up    uint64 // transitions of addresses to dead and back to alive
+	// NeededMoves and NeedlessMoves count the Maglev table entries that
+	// liveness transitions moved: from or to the endpoint that changed
+	// (needed), or between two endpoints whose liveness did not change
+	// (Maglev's needless moves).
+	NeededMoves, NeedlessMoves uint64
+	// EventsRecorded and EventsLimited count the transitions reported as
+	// Events (log lines without an API server) and those the rate limit
+	// left out.
+	EventsRecorded, EventsLimited uint64
+	// ProberFailures counts the probers that stopped on an error and were
+	// replaced.
+	ProberFailures uint64
+}
+
+var (
+	livenessAliveDesc = prometheus.NewDesc("sllbrd_endpoint_alive",
+		"Whether this SLLBR finds the endpoint address alive by its own ICMP echo probes (1) or dead (0); only probed endpoints.",
+		[]string{"service", "id", "address"}, nil)
+	livenessTransitionsDesc = prometheus.NewDesc("sllbrd_endpoint_liveness_transitions_total",
+		"Transitions of probed endpoint addresses to dead (down) and back to alive (up).", []string{"direction"}, nil)
+	livenessAddressesDesc = prometheus.NewDesc("sllbrd_liveness_probed_addresses",
+		"Endpoint addresses probed now, by state (alive, dead); an address of several Services counts once.", []string{"state"}, nil)
+	livenessSentDesc = prometheus.NewDesc("sllbrd_liveness_probes_sent_total",
+		"ICMP and ICMPv6 echo requests the kernel accepted.", nil, nil)
+	livenessSendErrorsDesc = prometheus.NewDesc("sllbrd_liveness_send_errors_total",
+		"Echo requests the kernel refused (each is a miss for its address).", nil, nil)
+	livenessRepliesDesc = prometheus.NewDesc("sllbrd_liveness_replies_total",
+		"Messages received on the probe sockets: valid echo replies, and those ignored by the first check they failed.", []string{"result"}, nil)
+	livenessReceiveErrorsDesc = prometheus.NewDesc("sllbrd_liveness_receive_errors_total",
+		"Failed reads of the probe sockets.", nil, nil)
+	livenessReceiveDropsDesc = prometheus.NewDesc("sllbrd_liveness_receive_drops_total",
+		"Datagrams the kernel dropped on the probe sockets (receive buffer full, bad ICMPv6 checksum).", nil, nil)
+	livenessMovesDesc = prometheus.NewDesc("sllbrd_liveness_moved_entries_total",
+		"Maglev table entries moved by liveness transitions: from or to the endpoint that changed (needed), or between endpoints whose liveness did not change (needless).",
+		[]string{"kind"}, nil)
+	livenessFailuresDesc = prometheus.NewDesc("sllbrd_liveness_prober_failures_total",
+		"Times the liveness prober stopped on an error and a new one took over (every address alive again until found dead).", nil, nil)
+	livenessEventsDesc = prometheus.NewDesc("sllbrd_liveness_events_total",
+		"Liveness transitions reported as Events (log lines without an API server): recorded, or left out by the rate limit (rate_limited).",
+		[]string{"result"}, nil)
+)
+
+// LivenessCollector exports the endpoint liveness checks.
+type LivenessCollector struct {
+	source LivenessSource
+}
+
+// NewLivenessCollector returns a collector reading s at every scrape.
+func NewLivenessCollector(s LivenessSource) *LivenessCollector {
+	return &LivenessCollector{source: s}
+}
+
+// Describe implements prometheus.Collector.
+func (c *LivenessCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{
+		livenessAliveDesc, livenessTransitionsDesc, livenessAddressesDesc, livenessSentDesc,
+		livenessSendErrorsDesc, livenessRepliesDesc, livenessReceiveErrorsDesc, livenessReceiveDropsDesc,
+		livenessMovesDesc, livenessEventsDesc, livenessFailuresDesc,
+	} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *LivenessCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, e := range c.source.LivenessEndpoints() {
+		ch <- gauge(livenessAliveDesc, boolGauge(e.Alive), e.Service, strconv.Itoa(e.ID), e.Address.String())
+	}
+	n := c.source.LivenessCounts()
+	ch <- counter(livenessTransitionsDesc, n.Down, "down")
+	ch <- counter(livenessTransitionsDesc, n.Up, "up")
+	ch <- gauge(livenessAddressesDesc, float64(n.Alive), "alive")
+	ch <- gauge(livenessAddressesDesc, float64(n.Dead), "dead")
+	p := n.Prober
+	ch <- counter(livenessSentDesc, p.ProbesSent)
+	ch <- counter(livenessSendErrorsDesc, p.SendErrors)
+	for _, r := range []struct {
+		label string
+		v     uint64
+	}{
+		{"valid", p.RepliesValid}, {"malformed", p.Ignored.Malformed}, {"foreign_id", p.Ignored.ForeignID},
+		{"wrong_source", p.Ignored.WrongSource}, {"unknown_sequence", p.Ignored.UnknownSequence},
+		{"payload_mismatch", p.Ignored.PayloadMismatch},
+	} {
+		ch <- counter(livenessRepliesDesc, r.v, r.label)
+	}
+	ch <- counter(livenessReceiveErrorsDesc, p.ReceiveErrors)
+	ch <- counter(livenessReceiveDropsDesc, p.ReceiveDrops)
+	ch <- counter(livenessMovesDesc, n.NeededMoves, "needed")
+	ch <- counter(livenessMovesDesc, n.NeedlessMoves, "needless")
+	ch <- counter(livenessEventsDesc, n.EventsRecorded, "recorded")
+	ch <- counter(livenessEventsDesc, n.EventsLimited, "rate_limited")
+	ch <- counter(livenessFailuresDesc, n.ProberFailures)
+}
