@@ -243,3 +243,47 @@ func (ev labEvent) expect(t *testing.T, log *changeLog, alive bool, from int, lo
 		}
 	}
 }
+
+// TestIntegrationOutOfDescriptors: while the process has no descriptor to
+// spare (RLIMIT_NOFILE 0, where ppoll fails with EINVAL), the prober keeps
+// reading its sockets: no answering address is found dead, and replies
+// keep counting.
+func TestIntegrationOutOfDescriptors(t *testing.T) {
+	l := newProbeLab(t, 1)
+	var log changeLog
+	p := startProber(t, l.p, WithOnChange(log.add))
+	cfg := Config{Interval: 100 * time.Millisecond, Multiplier: 3, HoldDown: time.Second}
+	tg := l.targets[0]
+	p.Set([]Target{{tg.v4, cfg}, {tg.v6, cfg}})
+	time.Sleep(cfg.Detection())
+
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	low := lim
+	low.Cur = 0
+	before := p.Stats()
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * cfg.Detection())
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	after := p.Stats()
+	if cs := log.all(); len(cs) != 0 {
+		t.Errorf("addresses changed while out of descriptors: %+v", cs)
+	}
+	if after.ReceiveErrors <= before.ReceiveErrors {
+		t.Errorf("ppoll never failed under RLIMIT_NOFILE 0 (the test tests nothing): %+v", after)
+	}
+	if got, min := after.RepliesValid-before.RepliesValid, uint64(2*3*4)/2; got < min {
+		t.Errorf("%d valid replies while out of descriptors, want at least %d", got, min)
+	}
+	for _, st := range p.States() {
+		if !st.Alive {
+			t.Errorf("state %+v", st)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package liveness
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/netip"
 	"sync"
@@ -41,6 +40,8 @@ type loop struct {
 	echo Echo
 	fds  [3]unix.PollFd // wake-up, ICMPv4, ICMPv6
 	ts   unix.Timespec
+	// pollFailing: the last ppoll failed (logged once per run of failures).
+	pollFailing bool
 }
 
 // Run probes until ctx ends, then closes the sockets and returns nil (or
@@ -123,6 +124,10 @@ func (l *loop) sendDue() time.Time {
 	}
 }
 
+// pollRetry is the longest wait between two reads of the sockets while
+// ppoll fails.
+const pollRetry = 10 * time.Millisecond
+
 // poll waits until next (zero: indefinitely), a wake-up or a reply.
 func (l *loop) poll(next time.Time) error {
 	var ts *unix.Timespec
@@ -134,7 +139,29 @@ func (l *loop) poll(next time.Time) error {
 		l.fds[i].Revents = 0
 	}
 	if _, err := unix.Ppoll(l.fds[:], ts, nil); err != nil && !errors.Is(err, unix.EINTR) {
-		return fmt.Errorf("liveness: poll: %w", err)
+		// ppoll fails while the process lacks descriptors (EINVAL when
+		// RLIMIT_NOFILE is below its three) or memory. The sockets still
+		// read without it: wait a little and read them anyway. Returning
+		// would stop the probes, and a new prober would start every
+		// address alive again.
+		l.p.stats.recvErrors.Add(1)
+		if !l.pollFailing {
+			l.p.opts.logger.Warn("liveness: poll failed; reading the sockets without it until it works again", "err", err)
+		}
+		l.pollFailing = true
+		wait := pollRetry
+		if !next.IsZero() {
+			wait = min(wait, max(next.Sub(l.p.clock()), time.Millisecond))
+		}
+		time.Sleep(wait)
+		for i := range l.fds[1:] {
+			l.fds[1+i].Revents = unix.POLLIN
+		}
+		return nil
+	}
+	if l.pollFailing {
+		l.p.opts.logger.Info("liveness: poll works again")
+		l.pollFailing = false
 	}
 	if l.fds[0].Revents != 0 {
 		l.p.socks.drainWake()
