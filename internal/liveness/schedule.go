@@ -7,11 +7,9 @@ import (
 
 // maxCoalesce is how early a probe may go out to share a wake-up with
 // others due soon after (coalesce: a tenth of the address's interval at
-// most). At 1,000 addresses every 200 ms a probe is due every 200 µs;
-// sending those due within 5 ms together wakes the prober 200 times a
-// second instead of 5,000, which is most of its CPU here (each wake-up of
-// a goroutine blocked in a system call costs tens of µs). Probes keep their
-// phase (next = scheduled + Interval), so only single gaps vary.
+// most): with many addresses, wake-ups rather than packets dominate the
+// prober's CPU, so probes due within maxCoalesce go out together. Probes
+// keep their phase (next = scheduled + Interval), so only single gaps vary.
 const maxCoalesce = 5 * time.Millisecond
 
 // coalesce is how early e's probe may go out.
