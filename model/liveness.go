@@ -21,6 +21,30 @@ type Liveness struct {
 	Interval   time.Duration // between two probes of one endpoint; 0: off
 	Multiplier int           // intervals without a valid reply before an endpoint is dead
 	HoldDown   time.Duration // how long a dead endpoint must answer before it is alive again
+	Probe      Probe         // what answers: the target's kernel (ICMP) or its target side (BFD)
+}
+
+// Probe is how an SLLBR checks that an endpoint answers.
+type Probe uint8
+
+const (
+	// ProbeICMP sends ICMP or ICMPv6 echo requests, answered by the
+	// target's kernel: it finds a dead node or a broken network, not a
+	// target whose processes are frozen. It needs nothing on the target.
+	ProbeICMP Probe = iota
+	// ProbeBFD runs a BFD session (RFC 5881) with the endpoint, answered by
+	// its target side (`sllbrd target`): it also finds a target whose
+	// processes stopped. The target side runs the session with the same
+	// Interval and Multiplier (the controller writes them to the pod).
+	ProbeBFD
+)
+
+// String returns the annotation's value of the probe key.
+func (p Probe) String() string {
+	if p == ProbeBFD {
+		return "bfd"
+	}
+	return "icmp"
 }
 
 // Off reports whether liveness checking is off for the Service.
@@ -36,11 +60,16 @@ func (l Liveness) Detection() time.Duration {
 }
 
 // String returns the annotation form ("off", or
-// "interval=200ms,multiplier=4,hold-down=5s") that kube/translate reads.
+// "interval=200ms,multiplier=4,hold-down=5s", with ",probe=bfd" when the
+// probe is BFD) that kube/translate reads.
 func (l Liveness) String() string {
 	if l.Off() {
 		return "off"
 	}
-	return "interval=" + l.Interval.String() + ",multiplier=" + strconv.Itoa(l.Multiplier) +
+	s := "interval=" + l.Interval.String() + ",multiplier=" + strconv.Itoa(l.Multiplier) +
 		",hold-down=" + l.HoldDown.String()
+	if l.Probe != ProbeICMP {
+		s += ",probe=" + l.Probe.String()
+	}
+	return s
 }

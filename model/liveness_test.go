@@ -20,6 +20,9 @@ func TestLiveness(t *testing.T) {
 			"interval=10ms,multiplier=1,hold-down=0s"},
 		{Liveness{Interval: 1500 * time.Millisecond, Multiplier: 40, HoldDown: 10 * time.Minute}, false,
 			time.Minute, "interval=1.5s,multiplier=40,hold-down=10m0s"},
+		{Liveness{Interval: 100 * time.Millisecond, Multiplier: 3, HoldDown: time.Second, Probe: ProbeBFD}, false,
+			300 * time.Millisecond, "interval=100ms,multiplier=3,hold-down=1s,probe=bfd"},
+		{Liveness{Probe: ProbeBFD}, true, 0, "off"},
 	}
 	for _, tt := range tests {
 		if got := tt.l.Off(); got != tt.off {

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sllbrd/sllbrd/internal/targetnet"
 )
@@ -54,6 +55,31 @@ type Gateway struct {
 	// NextHops are the addresses of the Gateway's ready SLLBR pods on its
 	// networks.
 	NextHops NextHops `json:"nextHops"`
+	// Liveness, when set, asks the target side to run a BFD session
+	// (RFC 5881) with every next hop, so that each SLLBR finds this pod
+	// dead when its target side stops answering (docs/liveness.md). Absent:
+	// no session. Written only for Gateways with a Service whose endpoint
+	// liveness probe is bfd, so readers older than the field see no change
+	// elsewhere.
+	Liveness *GatewayLiveness `json:"liveness,omitempty"`
+}
+
+// GatewayLiveness is the BFD timing of a Gateway's sessions on the pod:
+// the strictest (model.Liveness.Detection, then Interval) of the pod's
+// Services of the Gateway whose probe is bfd. Each side sends every
+// Interval and requires one packet every Interval; each finds the other
+// down after Multiplier Intervals without one. Bounds are the annotation's:
+// kube.MinLivenessInterval..kube.MaxLivenessInterval in whole milliseconds,
+// 1..kube.MaxLivenessMultiplier, the product at most
+// kube.MaxLivenessDetection.
+type GatewayLiveness struct {
+	IntervalMilliseconds int64 `json:"intervalMilliseconds"`
+	Multiplier           int   `json:"multiplier"`
+}
+
+// Interval returns the interval as a Duration.
+func (l GatewayLiveness) Interval() time.Duration {
+	return time.Duration(l.IntervalMilliseconds) * time.Millisecond
 }
 
 // Desired is the value of kube.AnnotationTargetNetwork.

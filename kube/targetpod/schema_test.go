@@ -153,3 +153,38 @@ func TestValidateIsTheSharedRule(t *testing.T) {
 		}
 	}
 }
+
+func TestGatewayLivenessBounds(t *testing.T) {
+	for _, tc := range []struct {
+		l    GatewayLiveness
+		want string // "" valid; else a part of the error
+	}{
+		{GatewayLiveness{IntervalMilliseconds: 200, Multiplier: 4}, ""},
+		{GatewayLiveness{IntervalMilliseconds: 10, Multiplier: 1}, ""},
+		{GatewayLiveness{IntervalMilliseconds: 10000, Multiplier: 6}, ""},
+		{GatewayLiveness{IntervalMilliseconds: 9, Multiplier: 4}, "interval 9 ms outside 10..10000 ms"},
+		{GatewayLiveness{IntervalMilliseconds: 10001, Multiplier: 4}, "interval 10001 ms"},
+		{GatewayLiveness{IntervalMilliseconds: 200, Multiplier: 0}, "multiplier 0 outside 1..50"},
+		{GatewayLiveness{IntervalMilliseconds: 200, Multiplier: 51}, "multiplier 51"},
+		{GatewayLiveness{IntervalMilliseconds: 10000, Multiplier: 7}, "detection 1m10s"},
+	} {
+		g := gw("sllb-a", "20.0.0.1/32")
+		g.Table = targetnet.TableMin
+		g.Liveness = &tc.l
+		value := Desired{Version: SchemaVersion, Generation: 1, Gateways: []Gateway{g}}.Marshal()
+		d, err := ParseDesired(value)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%+v refused: %v", tc.l, err)
+		case tc.want == "" && (d.Gateways[0].Liveness == nil || *d.Gateways[0].Liveness != tc.l):
+			t.Errorf("%+v read back as %+v", tc.l, d.Gateways[0].Liveness)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, targetnet.ErrInvalid)):
+			t.Errorf("%+v: error %v, want one containing %q wrapping ErrInvalid", tc.l, err, tc.want)
+		}
+	}
+	// Absent, the field is not written: readers older than it see the
+	// annotation they know.
+	if v := (Desired{Version: SchemaVersion, Gateways: []Gateway{gw("sllb-a")}}).Marshal(); strings.Contains(v, "liveness") {
+		t.Errorf("no liveness, yet written: %s", v)
+	}
+}

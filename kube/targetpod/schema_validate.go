@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/sllbrd/sllbrd/internal/targetnet"
+	"github.com/sllbrd/sllbrd/kube"
 	"github.com/sllbrd/sllbrd/model/vip"
 )
 
@@ -44,7 +46,25 @@ func (g Gateway) checkValues() error {
 	for _, v := range g.VIPs {
 		errs = append(errs, vip.Check(v))
 	}
+	if g.Liveness != nil {
+		errs = append(errs, g.Liveness.validate())
+	}
 	return errors.Join(errs...)
+}
+
+// validate checks the BFD timing against the annotation's bounds.
+func (l GatewayLiveness) validate() error {
+	lo, hi := kube.MinLivenessInterval.Milliseconds(), kube.MaxLivenessInterval.Milliseconds()
+	switch {
+	case l.IntervalMilliseconds < lo || l.IntervalMilliseconds > hi:
+		return fmt.Errorf("liveness interval %d ms outside %d..%d ms", l.IntervalMilliseconds, lo, hi)
+	case l.Multiplier < 1 || l.Multiplier > kube.MaxLivenessMultiplier:
+		return fmt.Errorf("liveness multiplier %d outside 1..%d", l.Multiplier, kube.MaxLivenessMultiplier)
+	case l.Interval()*time.Duration(l.Multiplier) > kube.MaxLivenessDetection:
+		return fmt.Errorf("liveness detection %v (interval × multiplier) above %v",
+			l.Interval()*time.Duration(l.Multiplier), kube.MaxLivenessDetection)
+	}
+	return nil
 }
 
 // validateAlone checks g as the only Gateway of a configuration, whatever
