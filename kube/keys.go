@@ -24,10 +24,12 @@ const (
 	AnnotationSCTPHash = "meridio-experiment/sctp-hash"
 
 	// AnnotationEndpointLiveness on a Service configures how each SLLBR
-	// checks its endpoints itself (ICMP echo on the target network):
-	// "off", or a comma-separated list of interval=DURATION, multiplier=N
-	// and hold-down=DURATION, absent keys taking the DefaultLiveness*
-	// values (docs/liveness.md).
+	// checks its endpoints itself on the target network: "off", or a
+	// comma-separated list of interval=DURATION, multiplier=N,
+	// hold-down=DURATION and probe=icmp|bfd, absent keys taking the
+	// DefaultLiveness* values and probe icmp (echo, answered by the
+	// target's kernel); bfd runs BFD sessions answered by the target side,
+	// whose timing the controller writes to the pods (docs/liveness.md).
 	AnnotationEndpointLiveness = "meridio-experiment/endpoint-liveness"
 
 	// AnnotationNetworks in a Gateway's .spec.infrastructure.annotations is a

@@ -49,9 +49,11 @@
 // unless the Service's annotation meridio-experiment/sctp-hash says
 // "addresses-and-ports". Endpoint liveness (model.Liveness) comes from the
 // Service's annotation meridio-experiment/endpoint-liveness: absent, the
-// kube.DefaultLiveness* values (200ms, 4, 5s); "off", the zero value;
-// otherwise "interval=DURATION,multiplier=N,hold-down=DURATION" with any
-// key left out taking its default, within the kube.*Liveness* bounds.
+// kube.DefaultLiveness* values (200ms, 4, 5s) probed by ICMP; "off", the
+// zero value; otherwise
+// "interval=DURATION,multiplier=N,hold-down=DURATION,probe=icmp|bfd" with
+// any key left out taking its default (probe icmp), within the
+// kube.*Liveness* bounds.
 //
 // A Service with an invalid annotation (max-endpoints, sctp-hash,
 // endpoint-liveness) is left out with one Problem per invalid annotation;

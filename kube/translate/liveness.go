@@ -18,16 +18,17 @@ var defaultLiveness = model.Liveness{
 }
 
 // livenessSyntax says what the annotation may hold, for error messages.
-const livenessSyntax = `write "off" or a comma-separated list of interval=DURATION, multiplier=N, hold-down=DURATION`
+const livenessSyntax = `write "off" or a comma-separated list of interval=DURATION, multiplier=N, hold-down=DURATION, probe=icmp|bfd`
 
 // parseLiveness reads a Service's endpoint-liveness annotation: absent, the
 // defaults; "off", off (the zero model.Liveness); otherwise key=value items
 // (spaces around items, keys and values ignored), each key at most once,
-// the absent keys taking the defaults. Bounds: interval
+// the absent keys taking the defaults (probe: icmp). Bounds: interval
 // kube.MinLivenessInterval..kube.MaxLivenessInterval, multiplier
 // 1..kube.MaxLivenessMultiplier, interval × multiplier at most
-// kube.MaxLivenessDetection, hold-down 0..kube.MaxLivenessHoldDown. An error
-// quotes the annotation and names the key and what it accepts.
+// kube.MaxLivenessDetection, hold-down 0..kube.MaxLivenessHoldDown; probe
+// icmp or bfd, exactly. An error quotes the annotation and names the key and
+// what it accepts.
 func parseLiveness(annotations map[string]string) (model.Liveness, error) {
 	raw, ok := annotations[kube.AnnotationEndpointLiveness]
 	if !ok {
@@ -67,8 +68,10 @@ func parseLivenessValue(raw string) (model.Liveness, error) {
 			l.Multiplier, err = parseIntIn(value, 1, kube.MaxLivenessMultiplier)
 		case "hold-down":
 			l.HoldDown, err = parseDurationIn(value, 0, kube.MaxLivenessHoldDown)
+		case "probe":
+			l.Probe, err = parseProbe(value)
 		default:
-			return l, fmt.Errorf("unknown key %q: the keys are interval, multiplier and hold-down", key)
+			return l, fmt.Errorf("unknown key %q: the keys are interval, multiplier, hold-down and probe", key)
 		}
 		if err != nil {
 			return l, fmt.Errorf("%s: %w", key, err)
@@ -79,6 +82,18 @@ func parseLivenessValue(raw string) (model.Liveness, error) {
 			durationText(l.Interval), l.Multiplier, durationText(d), durationText(kube.MaxLivenessDetection))
 	}
 	return l, nil
+}
+
+// parseProbe reads the probe key: icmp (echo answered by the target's
+// kernel) or bfd (a session answered by its target side).
+func parseProbe(s string) (model.Probe, error) {
+	switch s {
+	case model.ProbeICMP.String():
+		return model.ProbeICMP, nil
+	case model.ProbeBFD.String():
+		return model.ProbeBFD, nil
+	}
+	return 0, fmt.Errorf("%q is neither icmp nor bfd", s)
 }
 
 // parseDurationIn reads a Go duration ("200ms", "1.5s", "1m") in lo..hi.

@@ -38,13 +38,17 @@ func TestLiveness(t *testing.T) {
 		{value: "interval=10ms,multiplier=1,hold-down=0", want: model.Liveness{Interval: 10 * ms, Multiplier: 1}},
 		{value: "interval=10s,multiplier=6,hold-down=10m", want: model.Liveness{Interval: 10 * time.Second, Multiplier: 6, HoldDown: 10 * time.Minute}},
 		{value: "interval=1.5s,multiplier=40", want: model.Liveness{Interval: 1500 * ms, Multiplier: 40, HoldDown: 5 * time.Second}},
-		{value: "", err: []string{`is not key=value`, `"off"`, "interval=DURATION"}},
+		{value: "probe=icmp", want: def},
+		{value: "probe=bfd", want: model.Liveness{Interval: 200 * ms, Multiplier: 4, HoldDown: 5 * time.Second, Probe: model.ProbeBFD}},
+		{value: "interval=50ms, probe = bfd ,multiplier=3,hold-down=1s", want: model.Liveness{Interval: 50 * ms, Multiplier: 3, HoldDown: time.Second, Probe: model.ProbeBFD}},
+		{value: "interval=10500us,probe=bfd", want: model.Liveness{Interval: 10500 * time.Microsecond, Multiplier: 4, HoldDown: 5 * time.Second, Probe: model.ProbeBFD}},
+		{value: "", err: []string{`is not key=value`, `"off"`, "interval=DURATION", "probe=icmp|bfd"}},
 		{value: "fast", err: []string{`"fast" is not key=value`, "multiplier=N", "hold-down=DURATION"}},
 		{value: "OFF", err: []string{`"OFF" is not key=value`}},
 		{value: "off,interval=1s", err: []string{`"off" stands alone`}},
 		{value: "interval=1s,", err: []string{`"" is not key=value`}},
 		{value: "=1s", err: []string{`"=1s" is not key=value`}},
-		{value: "timeout=1s", err: []string{`unknown key "timeout"`, "interval, multiplier and hold-down"}},
+		{value: "timeout=1s", err: []string{`unknown key "timeout"`, "interval, multiplier, hold-down and probe"}},
 		{value: "Interval=1s", err: []string{`unknown key "Interval"`}},
 		{value: "interval=1s,interval=2s", err: []string{"interval is given twice"}},
 		{value: "interval=200", err: []string{`interval: "200" is not a duration`}},
@@ -58,6 +62,11 @@ func TestLiveness(t *testing.T) {
 		{value: "hold-down=-1ns", err: []string{"hold-down: -1ns is outside 0s..10m"}},
 		{value: "hold-down=10m1s", err: []string{"hold-down: 10m1s is outside 0s..10m"}},
 		{value: "hold-down=5", err: []string{`hold-down: "5" is not a duration`}},
+		{value: "probe=tcp", err: []string{`probe: "tcp" is neither icmp nor bfd`}},
+		{value: "probe=BFD", err: []string{`probe: "BFD" is neither icmp nor bfd`}},
+		{value: "probe=", err: []string{`probe: "" is neither icmp nor bfd`}},
+		{value: "probe=bfd,probe=icmp", err: []string{"probe is given twice"}},
+		{value: "off,probe=bfd", err: []string{`"off" stands alone`}},
 		{value: "interval=10s,multiplier=7", err: []string{"interval 10s × multiplier 7 is 1m10s", "at most 1m"}},
 		{value: "interval=1201ms,multiplier=50", err: []string{"interval 1.201s × multiplier 50 is 1m0.05s", "at most 1m"}},
 	}
@@ -99,6 +108,8 @@ func checkLiveness(t *testing.T, s *model.State, problems []translate.Problem) {
 		"live-all-keys":     {Interval: 50 * ms, Multiplier: 3},
 		"live-upper-bounds": {Interval: 10 * time.Second, Multiplier: 6, HoldDown: 10 * time.Minute},
 		"live-lower-bounds": {Interval: 10 * ms, Multiplier: 1},
+		"live-icmp":         {Interval: 200 * ms, Multiplier: 4, HoldDown: 5 * time.Second},
+		"live-bfd":          {Interval: 100 * ms, Multiplier: 3, HoldDown: 5 * time.Second, Probe: model.ProbeBFD},
 	}
 	if len(s.Services) != len(want) {
 		t.Errorf("%d Services, want %d: %+v", len(s.Services), len(want), s.Services)
@@ -117,8 +128,8 @@ func checkLiveness(t *testing.T, s *model.State, problems []translate.Problem) {
 			}
 		}
 	}
-	if bad != 17 {
-		t.Errorf("%d liveness problems, want 17 (one per bad-* Service): %v", bad, problems)
+	if bad != 18 {
+		t.Errorf("%d liveness problems, want 18 (one per bad-* Service): %v", bad, problems)
 	}
 	if got := routeNames(s); len(got) != 1 || got[0] != "default/to-live-interval" {
 		t.Errorf("routes %v, want only default/to-live-interval", got)
