@@ -20,8 +20,10 @@
 //   - writes the desired network configuration of every endpoint pod of
 //     the Gateways' Services into its kube.AnnotationTargetNetwork
 //     annotation (targets.go, schema in kube/targetpod): per Gateway its
-//     VIPs, the addresses of its ready SLLBR pods and a routing table kept
-//     for the Gateway's life on the pod; only when it changes, by a merge
+//     VIPs, the addresses of its ready SLLBR pods, a routing table kept
+//     for the Gateway's life on the pod and, when a Service of the Gateway
+//     selecting the pod has endpoint liveness probe bfd, the strictest BFD
+//     timing of those (targets_liveness.go); only when it changes, by a merge
 //     patch conditional on the resourceVersion read, removed when no
 //     Gateway is left. What the target would refuse is left out
 //     (target.Admit: one Gateway's fault never stops the pod's others) and

@@ -46,7 +46,8 @@ func (e *env) resolvedRefsMessage(route string) string {
 // ResolvedRefs=False naming the annotation and the key's range, the Service
 // gets an InvalidService Event, the route's VIP is not among the Gateway's
 // addresses; its EndpointSlices are written all the same. Fixed, the route
-// resolves and the VIP is served; broken again, a new Event says so.
+// resolves and the VIP is served; broken again (an unknown probe, then a
+// multiplier out of range), a new Event says so each time.
 func TestIntegrationInvalidLiveness(t *testing.T) {
 	e := newEnv(t, "sllbrd-ctl-liveness")
 	e.createClass()
@@ -82,6 +83,22 @@ func TestIntegrationInvalidLiveness(t *testing.T) {
 		got := addressValues(e.gateway("sllb-a"))
 		return slices.Contains(got, "20.0.0.5"), fmt.Sprint(got)
 	})
+
+	// An unknown probe is refused like any other invalid value, naming
+	// the key and what it accepts.
+	e.setServiceAnnotation("service-l", kube.AnnotationEndpointLiveness, "interval=100ms,probe=tcp")
+	e.waitRouteParents("r-l", parent+" False/BackendNotFound@1")
+	msg = e.resolvedRefsMessage("r-l")
+	for _, part := range []string{"service-l", kube.AnnotationEndpointLiveness, `probe: "tcp" is neither icmp nor bfd`} {
+		if !strings.Contains(msg, part) {
+			t.Errorf("ResolvedRefs message %q does not say %q", msg, part)
+		}
+	}
+	e.waitEvent("Service", "service-l", controller.ReasonInvalidService,
+		"annotation "+kube.AnnotationEndpointLiveness+`: "interval=100ms,probe=tcp": probe: "tcp" is neither icmp nor bfd`)
+
+	e.setServiceAnnotation("service-l", kube.AnnotationEndpointLiveness, "interval=100ms,multiplier=3,probe=bfd")
+	e.waitRouteParents("r-l", parent+" True/ResolvedRefs@1")
 
 	e.setServiceAnnotation("service-l", kube.AnnotationEndpointLiveness, "interval=1s,multiplier=0")
 	e.waitRouteParents("r-l", parent+" False/BackendNotFound@1")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -34,11 +35,12 @@ const (
 
 // reconcilePod writes the desired network configuration of a pod
 // (kube.AnnotationTargetNetwork) from the Services that select it: per
-// owned Gateway its VIPs, the addresses of its ready SLLBR pods and a
-// routing table; the annotation is removed when no Gateway is left. What
-// the target would refuse is left out (targetpod.Admit), reported on the pod
-// and on the L34Routes concerned (TargetsConfigured), and the rest is
-// written; the value is checked with the target's own check last.
+// owned Gateway its VIPs, the addresses of its ready SLLBR pods, a routing
+// table and the BFD timing its Services ask for (if any); the annotation
+// is removed when no Gateway is left. What the target would refuse is left
+// out (targetpod.Admit), reported on the pod and on the L34Routes
+// concerned (TargetsConfigured), and the rest is written; the value is
+// checked with the target's own check last.
 func (c *Controller) reconcilePod(ctx context.Context, name string) error {
 	pod, err := c.inf.pods.Get(name)
 	if apierrors.IsNotFound(err) {
@@ -71,21 +73,27 @@ func (c *Controller) reconcilePod(ctx context.Context, name string) error {
 // podNetwork returns the Gateways of the pod's configuration, tables
 // unset, and what targetpod.Admit leaves out of it.
 func (c *Controller) podNetwork(v *targetView, pod *corev1.Pod, current string) ([]targetpod.Gateway, []targetpod.Rejection, error) {
-	cands, err := c.podCandidates(v, pod, current)
+	cands, liveness, err := c.podCandidates(v, pod, current)
 	if err != nil {
 		return nil, nil, err
 	}
 	gws, leftOut := targetpod.Admit(current, cands)
+	setLiveness(gws, liveness)
 	return gws, leftOut, nil
 }
 
 // podCandidates returns the entries of the Gateways the pod is a target
-// of, with the route of each VIP. A Gateway whose annotations are invalid,
-// or whose class is unknown, keeps the entry the pod has (a typo must not
-// take the VIPs away).
-func (c *Controller) podCandidates(v *targetView, pod *corev1.Pod, current string) ([]targetpod.Candidate, error) {
+// of, with the route of each VIP, and the BFD timing of each entry
+// (targets_liveness.go): the strictest of the Gateway's Services that
+// select the pod with probe bfd, routed or not (the SLLBRs probe every
+// Service of their Gateway, and find an address dead for all of its
+// Services). A Gateway whose annotations are invalid, or whose class is
+// unknown, keeps the entry the pod has, BFD timing included (a typo must
+// not take the VIPs away).
+func (c *Controller) podCandidates(v *targetView, pod *corev1.Pod, current string) ([]targetpod.Candidate, map[string]*targetpod.GatewayLiveness, error) {
 	cur, _ := targetpod.ParseDesired(current)
 	byName := map[string]*targetpod.Candidate{}
+	bfd, kept := bfdTimings{}, map[string]*targetpod.GatewayLiveness{}
 	for _, svc := range v.svcs {
 		gwName := svc.Labels[kube.LabelServiceProxyName]
 		sel := podSelector(svc)
@@ -95,10 +103,11 @@ func (c *Controller) podCandidates(v *targetView, pod *corev1.Pod, current strin
 		gw, keep, err := c.serviceGateway(svc)
 		switch {
 		case err != nil:
-			return nil, err
+			return nil, nil, err
 		case keep:
 			if i := slices.IndexFunc(cur.Gateways, func(g targetpod.Gateway) bool { return g.Name == gwName }); i >= 0 {
 				byName[gwName] = keptCandidate(cur.Gateways[i]) // left as it is
+				kept[gwName] = cur.Gateways[i].Liveness
 			}
 			continue
 		case gw == nil:
@@ -113,12 +122,15 @@ func (c *Controller) podCandidates(v *targetView, pod *corev1.Pod, current strin
 			byName[gwName] = entry
 		}
 		entry.Claims = append(entry.Claims, v.serviceClaims(c, gwName, svc.Name)...)
+		bfd.add(gwName, v.serviceLiveness(c, gwName, svc.Name))
 	}
 	out := make([]targetpod.Candidate, 0, len(byName))
 	for _, g := range byName {
 		out = append(out, *g)
 	}
-	return out, nil
+	liveness := bfd.liveness()
+	maps.Copy(liveness, kept)
+	return out, liveness, nil
 }
 
 // sllbrNextHops returns the addresses, on the Gateway's networks, of its
