@@ -78,6 +78,9 @@ func (u *Uplink) syncBFDLocked() []error {
 // onBFD couples a BFD state change to BGP and the return path. The BFD
 // server calls it from one goroutine, in order.
 func (u *Uplink) onBFD(ev bfd.Event) {
+	if u.forwardOther(ev) {
+		return
+	}
 	u.act.Lock()
 	defer u.act.Unlock()
 	addr := ev.Key.Peer
@@ -118,6 +121,23 @@ func (u *Uplink) onBFD(ev bfd.Event) {
 		u.scheduleUp(ctx, c, addr, now)
 	}
 	u.publish()
+}
+
+// forwardOther hands ev to the HandleOtherSessions function unless it is
+// an event of one of the Uplink's sessions now, and reports whether it did.
+// An event of a router session removed since goes there too: onBFD would
+// ignore it.
+func (u *Uplink) forwardOther(ev bfd.Event) bool {
+	u.mu.Lock()
+	c, others := u.peers[ev.Key.Peer], u.others
+	u.mu.Unlock()
+	if c != nil && c.session == ev.Key && c.disc == ev.LocalDiscriminator {
+		return false
+	}
+	if others != nil {
+		others(ev)
+	}
+	return true
 }
 
 // countFailure records a BFD failure for damping.

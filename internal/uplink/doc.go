@@ -32,6 +32,11 @@
 //     the callback given to New (the reconcile loop).
 //   - Apply is idempotent and diff-based, so the reconcile loop can call it
 //     on every pass to retry what failed.
+//   - The BFD server is the SLLBR's only one (one listener per BFD port):
+//     other parts add their own sessions to BFD() (endpoint liveness) and
+//     get their events through HandleOtherSessions. Apply touches only the
+//     routers' sessions, and the events of other sessions never act on BGP
+//     or the return path.
 //
 // bgp and bfd never import each other; this package is where they meet.
 package uplink

@@ -44,6 +44,7 @@ type Uplink struct {
 	routers map[netip.Addr]model.Router
 	peers   map[netip.Addr]*coupling // routers with BFD enabled
 	bgpGWs  bgp.Gateways
+	others  func(bfd.Event) // HandleOtherSessions; nil: none
 }
 
 // New couples speaker with a new BFD server (built with bfdOpts).
@@ -57,8 +58,24 @@ func New(log *slog.Logger, speaker Speaker, onGateways func([]route.Nexthop), bf
 	return u
 }
 
-// BFD returns the BFD server (for metrics).
+// BFD returns the BFD server: for metrics, and for the SLLBR's other BFD
+// sessions (HandleOtherSessions), since only one server can listen on the
+// BFD ports.
 func (u *Uplink) BFD() *bfd.Server { return u.bfd }
+
+// HandleOtherSessions sets f to receive the events of the sessions of BFD()
+// that are not the Uplink's: those another part of the SLLBR adds (endpoint
+// liveness), and the late events of router sessions the Uplink removed. f
+// must match each event to its own sessions by Key and LocalDiscriminator
+// and ignore the rest. It is called on the BFD server's event goroutine, in
+// order, without the Uplink's locks, whether the Uplink runs or is shutting
+// down, and must not block for long. Set it before adding such sessions:
+// their earlier events are not kept.
+func (u *Uplink) HandleOtherSessions(f func(bfd.Event)) {
+	u.mu.Lock()
+	u.others = f
+	u.mu.Unlock()
+}
 
 // Run runs BFD and follows the speaker's learned gateways until ctx ends.
 func (u *Uplink) Run(ctx context.Context) error {
