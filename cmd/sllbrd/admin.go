@@ -123,7 +123,7 @@ func serviceLiveness(l model.Liveness) admin.ServiceLiveness {
 	if l.Off() {
 		return admin.ServiceLiveness{}
 	}
-	return admin.ServiceLiveness{On: true, IntervalSeconds: l.Interval.Seconds(), Multiplier: l.Multiplier,
+	return admin.ServiceLiveness{On: true, Probe: l.Probe.String(), IntervalSeconds: l.Interval.Seconds(), Multiplier: l.Multiplier,
 		DetectionSeconds: l.Detection().Seconds(), HoldDownSeconds: l.HoldDown.Seconds()}
 }
 
@@ -134,7 +134,7 @@ func addressLiveness(lv livenessView, service string, a netip.Addr, now time.Tim
 	if !ok {
 		return nil
 	}
-	return &admin.AddressLiveness{Alive: s.Alive, Since: s.Since, SinceSeconds: max(now.Sub(s.Since), 0).Seconds(),
+	return &admin.AddressLiveness{Probe: lv.probe(service), Alive: s.Alive, Since: s.Since, SinceSeconds: max(now.Sub(s.Since), 0).Seconds(),
 		Transitions: s.Transitions, LastReply: s.LastReply, RTTSeconds: s.RTT.Seconds()}
 }
 

@@ -35,8 +35,10 @@
 //
 // Endpoint liveness (docs/liveness.md; liveness*.go): the SLLBR's
 // internal/liveness prober follows the API-ready endpoints of the Services
-// whose liveness is on, and its dead set is a part of the reconcile loop's
-// desired state (Loop.SetDead). The applier programs a copy of the
+// whose liveness is on with probe icmp, BFD sessions on the Uplink's BFD
+// server (liveness_bfd*.go) those with probe bfd, and the union of their
+// dead sets is a part of the reconcile loop's desired state
+// (Loop.SetDead). The applier programs a copy of the
 // configuration in which those endpoints are not ready (withoutDead: they
 // leave this SLLBR's Maglev tables and keep their identifiers and marks),
 // so the VIPs announced follow from it too; it counts the table entries

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sllbrd/sllbrd/bfd"
 	"github.com/sllbrd/sllbrd/internal/liveness"
 	"github.com/sllbrd/sllbrd/model"
 )
@@ -32,12 +33,15 @@ const (
 	eventActionProbe    = "Probe"
 )
 
-// livenessReport is one endpoint's transition, to report.
+// livenessReport is one endpoint's transition, to report; config.Probe
+// says which probe found it, and for BFD cause and diag why it is dead.
 type livenessReport struct {
 	change  liveness.Change
 	service string
 	id      int
 	config  model.Liveness
+	cause   bfdCause
+	diag    bfd.Diag
 }
 
 // livenessEvent is one report that passed the rate limit.
@@ -118,13 +122,36 @@ func (r *livenessEvents) event(rep livenessReport) livenessEvent {
 	ev := livenessEvent{warning: !c.Alive, reason: reasonEndpointDead, service: rep.service, addr: c.Addr}
 	if c.Alive {
 		ev.reason = reasonEndpointAlive
-		ev.note = fmt.Sprintf("SLLBR %s: endpoint %s (identifier %d) answers ICMP echo again, for %v now (liveness %s): it takes back its share of new flows on this SLLBR",
-			r.instance, c.Addr, rep.id, c.Detection.Round(time.Millisecond), rep.config)
-	} else {
-		ev.note = fmt.Sprintf("SLLBR %s: endpoint %s (identifier %d) did not answer ICMP echo for %v (liveness %s): this SLLBR sends it no new flows until it answers for the hold-down",
-			r.instance, c.Addr, rep.id, c.Detection.Round(time.Millisecond), rep.config)
+	}
+	what := fmt.Sprintf("SLLBR %s: endpoint %s (identifier %d)", r.instance, c.Addr, rep.id)
+	took := c.Detection.Round(time.Millisecond)
+	switch {
+	case rep.config.Probe == model.ProbeBFD:
+		ev.note = bfdNote(what, rep, took)
+	case c.Alive:
+		ev.note = fmt.Sprintf("%s answers ICMP echo again, for %v now (liveness %s): it takes back its share of new flows on this SLLBR",
+			what, took, rep.config)
+	default:
+		ev.note = fmt.Sprintf("%s did not answer ICMP echo for %v (liveness %s): this SLLBR sends it no new flows until it answers for the hold-down",
+			what, took, rep.config)
 	}
 	return ev
+}
+
+// bfdNote is the note of a transition found by BFD.
+func bfdNote(what string, rep livenessReport, took time.Duration) string {
+	const until = "this SLLBR sends it no new flows until its BFD session is Up for the hold-down"
+	switch {
+	case rep.change.Alive:
+		return fmt.Sprintf("%s: its BFD session has been Up for %v now (liveness %s): it takes back its share of new flows on this SLLBR",
+			what, took, rep.config)
+	case rep.cause == bfdNeverUp:
+		return fmt.Sprintf("%s: no BFD session came up with the target side in %v (liveness %s; is `sllbrd target` running for the pod, with UDP 3784 open?): %s",
+			what, took, rep.config, until)
+	case rep.cause == bfdPeerAdminDown:
+		return fmt.Sprintf("%s: the target side took its BFD session down (AdminDown: it is stopping) (liveness %s): %s", what, rep.config, until)
+	}
+	return fmt.Sprintf("%s: its BFD session went down (%s) (liveness %s): %s", what, rep.diag, rep.config, until)
 }
 
 // run hands the allowed Events to the sink until ctx ends.

@@ -276,7 +276,7 @@ func showEndpoint(t *testing.T, inst *e2e.Instance, target string) (addrs []*adm
 func checkShowsDead(t *testing.T, inst *e2e.Instance, target string) {
 	t.Helper()
 	addrs, svc := showEndpoint(t, inst, target)
-	if want := (admin.ServiceLiveness{On: true, IntervalSeconds: 0.2, Multiplier: 4, DetectionSeconds: 0.8, HoldDownSeconds: 5}); svc.Liveness != want {
+	if want := (admin.ServiceLiveness{On: true, Probe: "icmp", IntervalSeconds: 0.2, Multiplier: 4, DetectionSeconds: 0.8, HoldDownSeconds: 5}); svc.Liveness != want {
 		t.Errorf("show services: service-a liveness %+v, want %+v", svc.Liveness, want)
 	}
 	if len(addrs) != 2 {

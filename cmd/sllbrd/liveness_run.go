@@ -21,8 +21,15 @@ const (
 // SLLBR never stops forwarding for it, and liveness never stays off. The
 // dead set stays as it was until the new prober runs; that prober starts
 // every address alive (liveness.Prober), so an endpoint dead before is
-// found dead again a detection time later. It returns nil when ctx ends.
+// found dead again a detection time later. The BFD sessions' clock runs
+// beside it (bfdLiveness.run). It returns nil when ctx ends.
 func (e *endpointLiveness) run(ctx context.Context) error {
+	bfdDone := make(chan struct{})
+	go func() {
+		defer close(bfdDone)
+		e.bfd.run(ctx)
+	}()
+	defer func() { <-bfdDone }()
 	delay := proberRetryFirst
 	for {
 		e.mu.Lock()
@@ -62,7 +69,7 @@ func (e *endpointLiveness) replace(p *liveness.Prober) {
 	e.past = addStats(e.past, e.prober.Stats())
 	e.prober = p
 	p.Set(e.targets)
-	e.setDead(p.Dead())
+	e.publishLocked()
 }
 
 // close releases the sockets of a prober that never ran.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/sllbrd/sllbrd/kube/apiserver"
+	"github.com/sllbrd/sllbrd/model"
 )
 
 // startLiveness creates d's endpoint liveness checks: the prober, whose
@@ -38,7 +39,16 @@ func (d *daemon) startLiveness() error {
 	if d.liveness, err = newEndpointLiveness(d.log, d.loop.SetDead, d.livenessEvents); err != nil {
 		return err
 	}
-	d.source.onState = d.liveness.setState
+	d.source.onState = func(st *model.State) {
+		// The BFD probes run on the Uplink's BFD server (the SLLBR's only
+		// one), and the Uplink starts after the liveness checks
+		// (startRouting): they are bound at the first configuration,
+		// which comes once the daemon runs.
+		if d.uplink != nil {
+			d.liveness.bfd.bind(d.uplink.BFD(), d.uplink.HandleOtherSessions)
+		}
+		d.liveness.setState(st)
+	}
 	d.applier.moved = d.liveness.observeMoves
 	return nil
 }

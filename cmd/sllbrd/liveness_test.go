@@ -12,31 +12,39 @@ import (
 )
 
 // TestLivenessTargets: the API-ready endpoints of the Services whose
-// liveness is on are probed, an address of two Services once per Service
-// (Prober.Set keeps the stricter Config), mapped addresses unmapped; the
-// rest is not probed.
+// liveness is on are probed, by their Service's probe kind; an address of
+// two Services once per Service (Prober.Set and bfdLiveness.set keep the
+// stricter Config), mapped addresses unmapped; the rest is not probed.
 func TestLivenessTargets(t *testing.T) {
 	st := livenessState()
 	fast := model.Liveness{Interval: 50 * time.Millisecond, Multiplier: 3, HoldDown: time.Second}
-	st.Services = append(st.Services, model.Service{Name: "service-c", MaxEndpoints: 2, Liveness: fast,
-		Endpoints: []model.Endpoint{{ID: 0, Addr: netip.AddrFrom16(addr12.As16()), Ready: true}}})
+	bfdFast := fast
+	bfdFast.Probe = model.ProbeBFD
+	st.Services = append(st.Services,
+		model.Service{Name: "service-c", MaxEndpoints: 2, Liveness: fast,
+			Endpoints: []model.Endpoint{{ID: 0, Addr: netip.AddrFrom16(addr12.As16()), Ready: true}}},
+		model.Service{Name: "service-d", MaxEndpoints: 2, Liveness: bfdFast,
+			Endpoints: []model.Endpoint{{ID: 1, Addr: addr11, Ready: true}, {ID: 0, Addr: addr13, Ready: false}}})
 	services, probed, targets := livenessTargets(st)
-	if want := map[string]model.Liveness{"service-a": defaultLiveness, "service-b": {}, "service-c": fast}; !reflect.DeepEqual(services, want) {
+	if want := map[string]model.Liveness{"service-a": defaultLiveness, "service-b": {}, "service-c": fast, "service-d": bfdFast}; !reflect.DeepEqual(services, want) {
 		t.Errorf("services %v, want %v", services, want)
 	}
 	wantProbed := map[netip.Addr][]endpointRef{
-		addr11: {{"service-a", 0}}, addr12: {{"service-a", 1}, {"service-c", 0}}, addr6: {{"service-a", 1}},
+		addr11: {{"service-a", 0}, {"service-d", 1}}, addr12: {{"service-a", 1}, {"service-c", 0}}, addr6: {{"service-a", 1}},
 		netip.MustParseAddr("169.111.100.14"): {{"service-a", 3}},
 	}
 	if !reflect.DeepEqual(probed, wantProbed) {
 		t.Errorf("probed %v, want %v", probed, wantProbed)
 	}
 	def := liveness.Config{Interval: 200 * time.Millisecond, Multiplier: 4, HoldDown: 5 * time.Second}
-	wantTargets := []liveness.Target{{Addr: addr11, Config: def}, {Addr: addr12, Config: def}, {Addr: addr6, Config: def},
-		{Addr: netip.MustParseAddr("169.111.100.14"), Config: def},
-		{Addr: addr12, Config: liveness.Config{Interval: 50 * time.Millisecond, Multiplier: 3, HoldDown: time.Second}}}
-	if !slices.Equal(targets, wantTargets) {
-		t.Errorf("targets %v, want %v", targets, wantTargets)
+	fastCfg := liveness.Config{Interval: 50 * time.Millisecond, Multiplier: 3, HoldDown: time.Second}
+	wantICMP := []liveness.Target{{Addr: addr11, Config: def}, {Addr: addr12, Config: def}, {Addr: addr6, Config: def},
+		{Addr: netip.MustParseAddr("169.111.100.14"), Config: def}, {Addr: addr12, Config: fastCfg}}
+	if !slices.Equal(targets.icmp, wantICMP) {
+		t.Errorf("ICMP targets %v, want %v", targets.icmp, wantICMP)
+	}
+	if want := []liveness.Target{{Addr: addr11, Config: fastCfg}}; !slices.Equal(targets.bfd, want) {
+		t.Errorf("BFD targets %v, want %v", targets.bfd, want)
 	}
 }
 

@@ -146,16 +146,24 @@ func (l ServiceLiveness) describe() string {
 		return "liveness off"
 	}
 	back := "back at the first reply"
+	if l.Probe == "bfd" {
+		back = "back once its session is Up"
+	}
 	if l.HoldDownSeconds > 0 {
 		back = "back after answering for " + seconds(l.HoldDownSeconds)
 	}
-	return fmt.Sprintf("liveness probed every %s, dead after %d missed (%s), %s", seconds(l.IntervalSeconds),
+	by := ""
+	if l.Probe != "" {
+		by = " by " + l.Probe
+	}
+	return fmt.Sprintf("liveness probed%s every %s, dead after %d missed (%s), %s", by, seconds(l.IntervalSeconds),
 		l.Multiplier, seconds(l.DetectionSeconds), back)
 }
 
-// cells writes the LIVENESS and RTT columns: "alive 1m2s" or "dead 3.2s"
-// (how long in that state) and the last round-trip time, "-" when not
-// probed or no reply yet.
+// cells writes the LIVENESS and RTT columns: the probe and the state, as
+// "icmp alive 1m2s" or "bfd dead 3.2s" (how long in that state), and the
+// last round-trip time, "-" when not probed, no echo reply yet, or probed
+// by BFD (which has none).
 func (l *AddressLiveness) cells() []any {
 	if l == nil {
 		return []any{"-", "-"}
@@ -163,6 +171,9 @@ func (l *AddressLiveness) cells() []any {
 	state := "dead "
 	if l.Alive {
 		state = "alive "
+	}
+	if l.Probe != "" {
+		state = l.Probe + " " + state
 	}
 	since := "0s"
 	if l.SinceSeconds > 0 {

@@ -58,6 +58,7 @@ type Service struct {
 // zero when off.
 type ServiceLiveness struct {
 	On               bool    `json:"on"`
+	Probe            string  `json:"probe,omitempty"` // "icmp" (echo, answered by the target's kernel) or "bfd" (answered by its target side)
 	IntervalSeconds  float64 `json:"intervalSeconds"`
 	Multiplier       int     `json:"multiplier"`
 	DetectionSeconds float64 `json:"detectionSeconds"` // interval × multiplier
@@ -103,12 +104,13 @@ type EndpointAddress struct {
 
 // AddressLiveness is what this SLLBR's probes found of an endpoint address.
 type AddressLiveness struct {
+	Probe        string    `json:"probe"`        // "icmp" or "bfd", as the Service's
 	Alive        bool      `json:"alive"`        // false: dead, out of this SLLBR's tables
 	Since        time.Time `json:"since"`        // of the last transition, or when probing began
 	SinceSeconds float64   `json:"sinceSeconds"` // how long ago Since was
 	Transitions  uint64    `json:"transitions"`  // to dead and back, since probing began
-	LastReply    time.Time `json:"lastReply"`    // of the last valid reply; zero: none yet
-	RTTSeconds   float64   `json:"rttSeconds"`   // of the last valid reply
+	LastReply    time.Time `json:"lastReply"`    // of the last valid echo reply; zero: none yet, or bfd
+	RTTSeconds   float64   `json:"rttSeconds"`   // of the last valid echo reply; 0 with bfd
 }
 
 // Sessions is `show sessions`: BGP peers and BFD sessions.

@@ -10,10 +10,11 @@ import (
 )
 
 // LivenessSource is the SLLBR's endpoint liveness checks (docs/liveness.md),
-// read at each scrape; cmd/sllbrd implements it over a liveness.Prober.
+// read at each scrape; cmd/sllbrd implements it over a liveness.Prober
+// (ICMP) and BFD sessions.
 type LivenessSource interface {
 	// LivenessEndpoints lists every probed endpoint: each Service (with
-	// liveness on) and identifier of each address the prober follows.
+	// liveness on) and identifier of each address probed.
 	LivenessEndpoints() []LivenessEndpoint
 	// LivenessCounts returns the counters and the addresses by state.
 	LivenessCounts() LivenessCounts
@@ -25,14 +26,18 @@ type LivenessEndpoint struct {
 	ID      int
 	Address netip.Addr
 	Alive   bool
+	Probe   string // how the Service's endpoints are probed: "icmp" or "bfd"
 }
 
 // LivenessCounts are the liveness checks' counters since start and the
 // addresses probed now.
 type LivenessCounts struct {
-	Prober      liveness.Stats
-	Alive, Dead int    // addresses probed, by state
-	Down, Up    uint64 // transitions of addresses to dead and back to alive
+	Prober liveness.Stats
+	BFD    LivenessBFDCounts
+	// Alive and Dead count the addresses probed, by state; an address
+	// probed both ways counts once, dead when either probe finds it dead.
+	Alive, Dead int
+	Down, Up    uint64 // transitions of addresses to dead and back to alive, by either probe
 	// NeededMoves and NeedlessMoves count the Maglev table entries that
 	// liveness transitions moved: from or to the endpoint that changed
 	// (needed), or between two endpoints whose liveness did not change
@@ -47,14 +52,29 @@ type LivenessCounts struct {
 	ProberFailures uint64
 }
 
+// LivenessBFDCounts are the BFD probes' own counts.
+type LivenessBFDCounts struct {
+	// NeverUp, SessionDown and PeerAdminDown count the transitions to dead
+	// by cause: no session came Up within the start grace; the session
+	// left Up (its detection time expired); the target side took it down.
+	NeverUp, SessionDown, PeerAdminDown uint64
+	// AddErrors, UpdateErrors and RemoveErrors count the BFD server's
+	// refusals (retried; an address without a session is not probed);
+	// InvalidConfigs the addresses whose configuration BFD cannot run.
+	AddErrors, UpdateErrors, RemoveErrors, InvalidConfigs uint64
+	// RouterAddresses is how many endpoint addresses are not BFD-probed
+	// now because a gateway router has that address.
+	RouterAddresses int
+}
+
 var (
 	livenessAliveDesc = prometheus.NewDesc("sllbrd_endpoint_alive",
-		"Whether this SLLBR finds the endpoint address alive by its own ICMP echo probes (1) or dead (0); only probed endpoints.",
-		[]string{"service", "id", "address"}, nil)
+		"Whether this SLLBR finds the endpoint address alive by its own probes (1) or dead (0), probed by ICMP echo or BFD (probe); only probed endpoints.",
+		[]string{"service", "id", "address", "probe"}, nil)
 	livenessTransitionsDesc = prometheus.NewDesc("sllbrd_endpoint_liveness_transitions_total",
 		"Transitions of probed endpoint addresses to dead (down) and back to alive (up).", []string{"direction"}, nil)
 	livenessAddressesDesc = prometheus.NewDesc("sllbrd_liveness_probed_addresses",
-		"Endpoint addresses probed now, by state (alive, dead); an address of several Services counts once.", []string{"state"}, nil)
+		"Endpoint addresses probed now, by state (alive, dead); an address of several Services counts once, dead when ICMP or BFD finds it dead.", []string{"state"}, nil)
 	livenessSentDesc = prometheus.NewDesc("sllbrd_liveness_probes_sent_total",
 		"ICMP and ICMPv6 echo requests the kernel accepted.", nil, nil)
 	livenessSendErrorsDesc = prometheus.NewDesc("sllbrd_liveness_send_errors_total",
@@ -73,6 +93,14 @@ var (
 	livenessEventsDesc = prometheus.NewDesc("sllbrd_liveness_events_total",
 		"Liveness transitions reported as Events (log lines without an API server): recorded, or left out by the rate limit (rate_limited).",
 		[]string{"result"}, nil)
+	livenessBFDDeadDesc = prometheus.NewDesc("sllbrd_liveness_bfd_dead_total",
+		"BFD-probed endpoint addresses found dead, by cause: no session came up with the target side (never_up), the session went down (session_down), the target side stopped it (peer_admin_down).",
+		[]string{"cause"}, nil)
+	livenessBFDErrorsDesc = prometheus.NewDesc("sllbrd_liveness_bfd_session_errors_total",
+		"BFD sessions of endpoint addresses the BFD server refused to add, update or remove (retried every second), or that BFD cannot run (invalid).",
+		[]string{"operation"}, nil)
+	livenessBFDRoutersDesc = prometheus.NewDesc("sllbrd_liveness_bfd_router_addresses",
+		"Endpoint addresses of Services probed by BFD that are not BFD-probed because a gateway router has the address.", nil, nil)
 )
 
 // LivenessCollector exports the endpoint liveness checks.
@@ -90,7 +118,8 @@ func (c *LivenessCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		livenessAliveDesc, livenessTransitionsDesc, livenessAddressesDesc, livenessSentDesc,
 		livenessSendErrorsDesc, livenessRepliesDesc, livenessReceiveErrorsDesc, livenessReceiveDropsDesc,
-		livenessMovesDesc, livenessEventsDesc, livenessFailuresDesc,
+		livenessMovesDesc, livenessEventsDesc, livenessFailuresDesc, livenessBFDDeadDesc, livenessBFDErrorsDesc,
+		livenessBFDRoutersDesc,
 	} {
 		ch <- d
 	}
@@ -99,7 +128,7 @@ func (c *LivenessCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *LivenessCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, e := range c.source.LivenessEndpoints() {
-		ch <- gauge(livenessAliveDesc, boolGauge(e.Alive), e.Service, strconv.Itoa(e.ID), e.Address.String())
+		ch <- gauge(livenessAliveDesc, boolGauge(e.Alive), e.Service, strconv.Itoa(e.ID), e.Address.String(), e.Probe)
 	}
 	n := c.source.LivenessCounts()
 	ch <- counter(livenessTransitionsDesc, n.Down, "down")
@@ -126,4 +155,18 @@ func (c *LivenessCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- counter(livenessEventsDesc, n.EventsRecorded, "recorded")
 	ch <- counter(livenessEventsDesc, n.EventsLimited, "rate_limited")
 	ch <- counter(livenessFailuresDesc, n.ProberFailures)
+	b := n.BFD
+	for _, c := range []struct {
+		desc  *prometheus.Desc
+		label string
+		v     uint64
+	}{
+		{livenessBFDDeadDesc, "never_up", b.NeverUp}, {livenessBFDDeadDesc, "session_down", b.SessionDown},
+		{livenessBFDDeadDesc, "peer_admin_down", b.PeerAdminDown},
+		{livenessBFDErrorsDesc, "add", b.AddErrors}, {livenessBFDErrorsDesc, "update", b.UpdateErrors},
+		{livenessBFDErrorsDesc, "remove", b.RemoveErrors}, {livenessBFDErrorsDesc, "invalid", b.InvalidConfigs},
+	} {
+		ch <- counter(c.desc, c.v, c.label)
+	}
+	ch <- gauge(livenessBFDRoutersDesc, float64(b.RouterAddresses))
 }

@@ -22,14 +22,16 @@ func (f fakeLiveness) LivenessCounts() LivenessCounts        { return f.counts }
 func livenessSample() fakeLiveness {
 	return fakeLiveness{
 		endpoints: []LivenessEndpoint{
-			{Service: "service-a", ID: 0, Address: netip.MustParseAddr("169.111.100.11"), Alive: true},
-			{Service: "service-a", ID: 1, Address: netip.MustParseAddr("fd00:111::12"), Alive: false},
-			{Service: "service-b", ID: 0, Address: netip.MustParseAddr("fd00:111::12"), Alive: false},
+			{Service: "service-a", ID: 0, Address: netip.MustParseAddr("169.111.100.11"), Alive: true, Probe: "icmp"},
+			{Service: "service-a", ID: 1, Address: netip.MustParseAddr("fd00:111::12"), Alive: false, Probe: "icmp"},
+			{Service: "service-b", ID: 0, Address: netip.MustParseAddr("fd00:111::12"), Alive: false, Probe: "bfd"},
 		},
 		counts: LivenessCounts{
 			Prober: liveness.Stats{ProbesSent: 100, SendErrors: 2, RepliesValid: 90, ReceiveErrors: 1, ReceiveDrops: 3,
 				Ignored: liveness.Ignored{Malformed: 4, ForeignID: 5, WrongSource: 6, UnknownSequence: 7, PayloadMismatch: 8}},
 			Alive: 1, Dead: 1, Down: 3, Up: 2, NeededMoves: 5461, NeedlessMoves: 12, EventsRecorded: 4, EventsLimited: 1, ProberFailures: 1,
+			BFD: LivenessBFDCounts{NeverUp: 1, SessionDown: 2, PeerAdminDown: 3, AddErrors: 4, UpdateErrors: 5, RemoveErrors: 6,
+				InvalidConfigs: 7, RouterAddresses: 8},
 		},
 	}
 }
@@ -38,11 +40,11 @@ func livenessSample() fakeLiveness {
 func TestLivenessMetrics(t *testing.T) {
 	c := NewLivenessCollector(livenessSample())
 	want := `
-# HELP sllbrd_endpoint_alive Whether this SLLBR finds the endpoint address alive by its own ICMP echo probes (1) or dead (0); only probed endpoints.
+# HELP sllbrd_endpoint_alive Whether this SLLBR finds the endpoint address alive by its own probes (1) or dead (0), probed by ICMP echo or BFD (probe); only probed endpoints.
 # TYPE sllbrd_endpoint_alive gauge
-sllbrd_endpoint_alive{address="169.111.100.11",id="0",service="service-a"} 1
-sllbrd_endpoint_alive{address="fd00:111::12",id="0",service="service-b"} 0
-sllbrd_endpoint_alive{address="fd00:111::12",id="1",service="service-a"} 0
+sllbrd_endpoint_alive{address="169.111.100.11",id="0",probe="icmp",service="service-a"} 1
+sllbrd_endpoint_alive{address="fd00:111::12",id="0",probe="bfd",service="service-b"} 0
+sllbrd_endpoint_alive{address="fd00:111::12",id="1",probe="icmp",service="service-a"} 0
 # HELP sllbrd_endpoint_liveness_transitions_total Transitions of probed endpoint addresses to dead (down) and back to alive (up).
 # TYPE sllbrd_endpoint_liveness_transitions_total counter
 sllbrd_endpoint_liveness_transitions_total{direction="down"} 3
@@ -51,7 +53,7 @@ sllbrd_endpoint_liveness_transitions_total{direction="up"} 2
 # TYPE sllbrd_liveness_moved_entries_total counter
 sllbrd_liveness_moved_entries_total{kind="needed"} 5461
 sllbrd_liveness_moved_entries_total{kind="needless"} 12
-# HELP sllbrd_liveness_probed_addresses Endpoint addresses probed now, by state (alive, dead); an address of several Services counts once.
+# HELP sllbrd_liveness_probed_addresses Endpoint addresses probed now, by state (alive, dead); an address of several Services counts once, dead when ICMP or BFD finds it dead.
 # TYPE sllbrd_liveness_probed_addresses gauge
 sllbrd_liveness_probed_addresses{state="alive"} 1
 sllbrd_liveness_probed_addresses{state="dead"} 1
@@ -97,6 +99,26 @@ sllbrd_liveness_events_total{result="rate_limited"} 1
 sllbrd_liveness_events_total{result="recorded"} 4
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(events), "sllbrd_liveness_events_total"); err != nil {
+		t.Fatal(err)
+	}
+	bfdCounts := `
+# HELP sllbrd_liveness_bfd_dead_total BFD-probed endpoint addresses found dead, by cause: no session came up with the target side (never_up), the session went down (session_down), the target side stopped it (peer_admin_down).
+# TYPE sllbrd_liveness_bfd_dead_total counter
+sllbrd_liveness_bfd_dead_total{cause="never_up"} 1
+sllbrd_liveness_bfd_dead_total{cause="peer_admin_down"} 3
+sllbrd_liveness_bfd_dead_total{cause="session_down"} 2
+# HELP sllbrd_liveness_bfd_router_addresses Endpoint addresses of Services probed by BFD that are not BFD-probed because a gateway router has the address.
+# TYPE sllbrd_liveness_bfd_router_addresses gauge
+sllbrd_liveness_bfd_router_addresses 8
+# HELP sllbrd_liveness_bfd_session_errors_total BFD sessions of endpoint addresses the BFD server refused to add, update or remove (retried every second), or that BFD cannot run (invalid).
+# TYPE sllbrd_liveness_bfd_session_errors_total counter
+sllbrd_liveness_bfd_session_errors_total{operation="add"} 4
+sllbrd_liveness_bfd_session_errors_total{operation="invalid"} 7
+sllbrd_liveness_bfd_session_errors_total{operation="remove"} 6
+sllbrd_liveness_bfd_session_errors_total{operation="update"} 5
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(bfdCounts), "sllbrd_liveness_bfd_dead_total",
+		"sllbrd_liveness_bfd_router_addresses", "sllbrd_liveness_bfd_session_errors_total"); err != nil {
 		t.Fatal(err)
 	}
 }
