@@ -36,13 +36,20 @@
 //     reply within an interval, then alive at the first reply once
 //     HoldDown has passed).
 //   - Set keeps the state of an address it keeps (its new Config applies
-//     from its next probe; a shorter interval at once) and forgets one it
-//     drops, without a Change.
+//     from its next probe, which a shorter interval brings within two new
+//     intervals) and forgets one it drops, without a Change.
 //
-// Probing: each address is probed every Interval at a phase of its own
-// (spread over the interval by a low-discrepancy sequence), so that many
-// addresses never go out in one burst; a probe may leave up to a tenth of
-// its interval (5 ms at most) early to share a wake-up with others.
+// Probing: each address is probed every Interval on a fixed schedule (a
+// late prober sends late, never early), so the bounds above hold but for
+// the prober's own lateness. Addresses of the same Interval are probed in
+// groups of at most 32 that go out together, in one wake-up: a new address
+// joins the fullest group of its Interval that has room (so a few
+// addresses cost one wake-up per interval, not one each), else starts a
+// group at a phase of its own, spread over the interval by a
+// low-discrepancy sequence (so 1,000 addresses go out as bursts of at most
+// 32, evenly spread). An address whose Interval changes moves to a group of
+// the new Interval; its next probe comes no sooner than the shorter of the
+// two Intervals after its previous one.
 //
 // Replies (never trusted): a raw socket's kernel filter (ICMP_FILTER,
 // ICMP6_FILTER) passes echo replies only; then a reply is valid only if it

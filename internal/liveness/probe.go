@@ -29,8 +29,8 @@ type outbox struct {
 	n      int
 }
 
-// collect ticks every endpoint due by now (or within its coalesce) and puts its
-// next probe in out, until out is full. It returns when the next probe is
+// collect ticks every endpoint due by now and puts its next probe in out,
+// until out is full. It returns when the next probe is
 // due (zero: nothing to probe). Called with p.mu held.
 func (p *Prober) collect(now time.Time, out *outbox) time.Time {
 	out.n = 0
@@ -39,7 +39,7 @@ func (p *Prober) collect(now time.Time, out *outbox) time.Time {
 		if e == nil {
 			return time.Time{}
 		}
-		if e.next.Sub(now) > e.coalesce() || out.n == len(out.probes) {
+		if e.next.After(now) || out.n == len(out.probes) {
 			return e.next
 		}
 		if c, changed := e.m.tick(now, e.cfg); changed {
@@ -47,7 +47,7 @@ func (p *Prober) collect(now time.Time, out *outbox) time.Time {
 		}
 		p.prepare(now, e, &out.probes[out.n])
 		out.n++
-		e.advance(now)
+		p.advance(e, now)
 		p.sched.fix(e)
 	}
 }

@@ -63,8 +63,9 @@ type endpoint struct {
 	addr    netip.Addr
 	sa      sockaddr
 	cfg     Config
-	slot    int32  // index in Prober.slots
-	gen     uint32 // tells a reused slot's endpoints apart; never 0
+	slot    int32    // index in Prober.slots
+	gen     uint32   // tells a reused slot's endpoints apart; never 0
+	grp     groupKey // the addresses probed with it
 	next    time.Time
 	heapIdx int
 	sendErr syscall.Errno // of the last send, logged when it changes
@@ -98,7 +99,9 @@ type Prober struct {
 	free      []int32
 	gen       uint32
 	sched     schedule
-	ring      []sentProbe // by sequence number
+	groups    map[groupKey]int // addresses in each group
+	groupMax  int              // maxGroup; tests compare with 1 (every address probed alone)
+	ring      []sentProbe      // by sequence number
 	seq       uint16
 	rng       *rand.ChaCha8
 	phaseFrac float64
@@ -140,6 +143,7 @@ func newProber(clock func() time.Time, seed [32]byte, opts ...Option) *Prober {
 	p := &Prober{
 		opts: o, clock: clock, epoch: clock(),
 		byAddr: map[netip.Addr]*endpoint{},
+		groups: map[groupKey]int{}, groupMax: maxGroup,
 		ring:   make([]sentProbe, seqRing),
 		rng:    rand.NewChaCha8(seed),
 		notify: make(chan struct{}, 1),
@@ -153,7 +157,7 @@ func newProber(clock func() time.Time, seed [32]byte, opts ...Option) *Prober {
 
 // Set replaces the addresses to probe. An address already probed keeps its
 // state (a new Config applies from its next probe); a new one starts alive
-// and is probed at a phase spread over its interval; an address left out
+// and is first probed within an interval, with its group; an address left out
 // is forgotten (no Change). Targets with Interval 0 are left out; invalid
 // ones too, each logged. The same address twice: the stricter Config.
 func (p *Prober) Set(targets []Target) {
@@ -195,7 +199,7 @@ func (p *Prober) add(a netip.Addr, c Config, now time.Time) {
 		p.gen = 1
 	}
 	e := &endpoint{addr: a, sa: newSockaddr(a), cfg: c, gen: p.gen, m: newMachine(now)}
-	e.next = now.Add(p.phase(c.Interval))
+	p.place(e, now)
 	if n := len(p.free); n > 0 {
 		e.slot, p.free = p.free[n-1], p.free[:n-1]
 		p.slots[e.slot] = e
@@ -212,23 +216,31 @@ func (p *Prober) forget(e *endpoint) {
 		p.failing.Add(-1)
 	}
 	p.sched.remove(e)
+	p.leave(e)
 	delete(p.byAddr, e.addr)
 	p.slots[e.slot] = nil
 	p.free = append(p.free, e.slot)
 }
 
-// reconfigure applies c to e. A shorter interval takes effect at once (the
-// next probe is due no later than one new interval from now); a run of
-// misses as long as a smaller Multiplier makes e dead at its next probe.
+// reconfigure applies c to e. A new interval moves e to a group of that
+// interval: its next probe comes no sooner than the shorter of the two
+// intervals after its previous one (an interval shorter than both could
+// end before a reply and count a miss), and for a shorter interval within
+// two new intervals from now. A run of misses as long as a smaller
+// Multiplier makes e dead at its next probe.
 func (p *Prober) reconfigure(e *endpoint, c Config, now time.Time) {
-	if e.cfg == c {
+	old := e.cfg.Interval
+	e.cfg = c
+	if c.Interval == old {
 		return
 	}
-	e.cfg = c
-	if limit := now.Add(c.Interval); e.next.After(limit) {
-		e.next = limit
-		p.sched.fix(e)
+	from := e.next.Add(min(old, c.Interval) - old) // the previous probe, plus the shorter interval
+	if from.Before(now) {
+		from = now
 	}
+	p.leave(e)
+	p.place(e, from)
+	p.sched.fix(e)
 }
 
 // States returns a snapshot of every probed address, sorted by address.

@@ -5,19 +5,21 @@ import (
 	"time"
 )
 
-// maxCoalesce is how early a probe may go out to share a wake-up with
-// others due soon after (coalesce: a tenth of the address's interval at
-// most): with many addresses, wake-ups rather than packets dominate the
-// prober's CPU, so probes due within maxCoalesce go out together. Probes
-// keep their phase (next = scheduled + Interval), so only single gaps vary.
-const maxCoalesce = 5 * time.Millisecond
+// maxGroup bounds the probes sent in one burst. Addresses with the same
+// interval are probed in groups that share one instant of it (see place):
+// a few addresses cost one wake-up per interval rather than one each (on
+// a node the wake-ups, not the packets, were most of the prober's CPU at
+// rest), while 1,000 addresses go out as bursts of at most maxGroup at
+// phases spread over the interval.
+const maxGroup = 32
 
-// coalesce is how early e's probe may go out.
-func (e *endpoint) coalesce() time.Duration { return min(maxCoalesce, e.cfg.Interval/10) }
+// groupKey names the addresses probed together: the same interval, and the
+// same phase in it (their probes are due at epoch + phase + k·interval).
+type groupKey struct{ interval, phase time.Duration }
 
 // goldenFrac is the fractional part of the golden ratio: phases
 // frac(k·goldenFrac) are spread evenly over the interval for any number k
-// of addresses added, so addresses added together do not probe together.
+// of groups started, so groups started together do not probe together.
 const goldenFrac = 0.6180339887498949
 
 // schedule is a min-heap of endpoints by the time of their next probe.
@@ -55,22 +57,68 @@ func (s schedule) first() *endpoint {
 	return s[0]
 }
 
-// phase returns where in its interval the next added address probes,
-// advancing the sequence.
-func (p *Prober) phase(interval time.Duration) time.Duration {
-	p.phaseFrac += goldenFrac
-	if p.phaseFrac >= 1 {
-		p.phaseFrac--
+// place puts e, whose cfg is set, in a group of its interval and schedules
+// its next probe at the group's first instant not before from: the fullest
+// group that has room (ties: the earliest phase), so that addresses share
+// wake-ups; else a new group at the next phase of a low-discrepancy
+// sequence, so that groups are spread over the interval.
+func (p *Prober) place(e *endpoint, from time.Time) {
+	iv := e.cfg.Interval
+	k, n := groupKey{}, -1
+	for g, gn := range p.groups {
+		if g.interval == iv && gn < p.groupMax && (gn > n || gn == n && g.phase < k.phase) {
+			k, n = g, gn
+		}
 	}
-	return time.Duration(p.phaseFrac * float64(interval))
+	if n < 0 {
+		k = p.newGroup(iv, from)
+	}
+	p.groups[k]++
+	e.grp = k
+	e.next = p.due(k, from)
 }
 
-// advance moves e's next probe one interval on from its scheduled time, or
-// from now if the prober has fallen more than an interval behind (a stall
-// is not made up for with a burst).
-func (e *endpoint) advance(now time.Time) {
+// leave takes e out of its group.
+func (p *Prober) leave(e *endpoint) {
+	if p.groups[e.grp]--; p.groups[e.grp] <= 0 {
+		delete(p.groups, e.grp)
+	}
+}
+
+// newGroup returns a group of interval iv not yet used, whose first
+// instant after from is the next phase of the sequence.
+func (p *Prober) newGroup(iv time.Duration, from time.Time) groupKey {
+	var k groupKey
+	for range 64 { // a used phase (same nanosecond) is all but impossible
+		p.phaseFrac += goldenFrac
+		if p.phaseFrac >= 1 {
+			p.phaseFrac--
+		}
+		at := from.Sub(p.epoch) + time.Duration(p.phaseFrac*float64(iv))
+		if k = (groupKey{iv, at % iv}); p.groups[k] == 0 {
+			break
+		}
+	}
+	return k
+}
+
+// due returns the first instant of group k not before from.
+func (p *Prober) due(k groupKey, from time.Time) time.Time {
+	since := from.Sub(p.epoch) - k.phase
+	n := since / k.interval
+	if since > n*k.interval { // ceiling (since may be negative)
+		n++
+	}
+	return p.epoch.Add(k.phase + n*k.interval)
+}
+
+// advance moves e's next probe one interval on from its scheduled time. If
+// the prober has fallen more than an interval behind, the next probe is
+// the group's first instant at least an interval from now: a stall is not
+// made up for with a burst, and the group stays together.
+func (p *Prober) advance(e *endpoint, now time.Time) {
 	e.next = e.next.Add(e.cfg.Interval)
 	if !e.next.After(now) {
-		e.next = now.Add(e.cfg.Interval)
+		e.next = p.due(e.grp, now.Add(e.cfg.Interval))
 	}
 }
