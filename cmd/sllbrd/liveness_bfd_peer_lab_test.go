@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sllbrd/sllbrd/bfd"
+	"github.com/sllbrd/sllbrd/internal/harness/e2e"
+	"github.com/sllbrd/sllbrd/internal/harness/lab"
+)
+
+// bfdPeer is a BFD target side played by the test: package bfd in a
+// target's namespace with one session to the SLLBR (lb1) per family, with
+// the timing of bfdAnnotation.
+type bfdPeer struct {
+	srv     *bfd.Server
+	cancel  context.CancelFunc
+	done    chan error
+	stopped sync.Once
+}
+
+// startBFDPeer starts target i's peer.
+func startBFDPeer(t *testing.T, l *lab.Lab, i int) *bfdPeer {
+	t.Helper()
+	p := &bfdPeer{srv: bfd.NewServer(), done: make(chan error, 1)}
+	lb, tg := lab.LBTargetSide(1), lab.TargetAddrs(i)
+	for _, pair := range [][2]netip.Addr{{lb.V4.Addr(), tg.V4.Addr()}, {lb.V6.Addr(), tg.V6.Addr()}} {
+		err := p.srv.Add(bfd.SessionConfig{Peer: pair[0], Local: pair[1], Interface: lab.TargetLink,
+			DesiredMinTx: labInterval, RequiredMinRx: labInterval, DetectMultiplier: uint8(labDetection / labInterval)})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	go func() { p.done <- l.Do(lab.TargetName(i), func() error { return p.srv.Run(ctx) }) }()
+	t.Cleanup(func() { p.stop(t, false) })
+	return p
+}
+
+// stop ends the peer: gracefully (its sessions go AdminDown, as a target
+// side that stops), or abruptly (it falls silent, as a frozen one). It may
+// be called again.
+func (p *bfdPeer) stop(t *testing.T, graceful bool) {
+	p.stopped.Do(func() {
+		if graceful {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := p.srv.Shutdown(ctx); err != nil {
+				t.Errorf("BFD peer shutdown: %v", err)
+			}
+		}
+		p.cancel()
+		if err := <-p.done; err != nil {
+			t.Errorf("BFD peer: %v", err)
+		}
+	})
+}
+
+// TestIntegrationLivenessBFDPeer: the SLLBR side of probe=bfd on the real
+// kernel, both families, one SLLBR from manifests, its target sides played
+// by package bfd in the targets' namespaces (t1 and t2; t3 has none). t3
+// is dead after the start grace, the Event saying no BFD session came up;
+// a target side that falls silent is dead within the detection time and
+// only its flows move; restarted, its flows return after the hold-down; a
+// target side that stops (AdminDown) is dead at once.
+func TestIntegrationLivenessBFDPeer(t *testing.T) {
+	l := dataplaneLab(t, 1, dataplaneKernel)
+	dir, insts := startSllbrd(t, l, allTargets, webRoute, 1)
+	inst := insts[0]
+	peers := map[int]*bfdPeer{1: startBFDPeer(t, l, 1), 2: startBFDPeer(t, l, 2)}
+	if err := annotateService(dir, "service-a", bfdAnnotation); err != nil {
+		t.Fatal(err)
+	}
+	waitGeneration(t, inst, 2)
+	probedAt := time.Now()
+	waitAlive(t, inst, "t3", false)
+	grace := labDetection + 3*time.Second
+	if took := time.Since(probedAt); took < grace-100*time.Millisecond || took > grace+2*time.Second {
+		t.Errorf("t3 (no target side) dead %v after probe=bfd applied, want the start grace %v", took, grace)
+	} else {
+		t.Logf("t3 (no target side) dead %v after probe=bfd applied (start grace %v)", took.Round(time.Millisecond), grace)
+	}
+	waitSessionsUp(t, inst, 1, 2)
+	waitAlive(t, inst, "t2", true)
+	checkCause(t, inst, "never_up", 2)
+
+	served := baselineFlows(t, l, 48000)
+	s := startStream(t, l, streamFlowsOf(served, "t2", 12), 5000)
+	time.Sleep(300 * time.Millisecond)
+	silentAt := time.Now()
+	peers[2].stop(t, false)
+	tls := waitTimelines(t, s, "t2", silentAt, time.Time{}, 5*time.Second, func(tl timeline) bool { return !tl.allMoved.IsZero() })
+	checkExplained(t, inst, s, tls)
+	time.Sleep(time.Second)
+	backAt := time.Now()
+	peers[2] = startBFDPeer(t, l, 2)
+	checkReturn(t, s, "BFD peer silent", silentAt, 0, backAt, bfdBackSlack)
+	checkCause(t, inst, "session_down", 2)
+
+	stoppedAt := time.Now()
+	stopped := make(chan struct{})
+	go func() { peers[2].stop(t, true); close(stopped) }() // Shutdown returns once its AdminDown packets are sent
+	waitAlive(t, inst, "t2", false)
+	took := time.Since(stoppedAt)
+	<-stopped
+	t.Logf("t2's target side stopped (AdminDown): dead for the SLLBR %v later", took.Round(time.Millisecond))
+	if took > labDetection/2 {
+		t.Errorf("a target side that stops: dead after %v, want at its first AdminDown packet, well before the detection time %v", took, labDetection)
+	}
+	checkCause(t, inst, "peer_admin_down", 2)
+	checkBFDNotes(t, inst)
+}
+
+// waitSessionsUp waits until inst's BFD sessions with the targets'
+// addresses are up.
+func waitSessionsUp(t *testing.T, inst *e2e.Instance, targets ...int) {
+	t.Helper()
+	waitFor(t, 15*time.Second, "the BFD sessions up", func() bool {
+		for _, i := range targets {
+			if !sessionUp(t, inst, lab.TargetAddrs(i).V4.Addr()) || !sessionUp(t, inst, lab.TargetAddrs(i).V6.Addr()) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// checkCause: inst counted n BFD-probed addresses dead for cause.
+func checkCause(t *testing.T, inst *e2e.Instance, cause string, n float64) {
+	t.Helper()
+	if v, _, err := inst.Metric(`sllbrd_liveness_bfd_dead_total{cause="` + cause + `"}`); err != nil || v != n {
+		t.Errorf("sllbrd_liveness_bfd_dead_total{cause=%q} %v (%v), want %v", cause, v, err, n)
+	}
+}
+
+// checkBFDNotes: the Events (log lines from manifests) say what BFD saw:
+// t3's addresses never came up, t2's went down. Later ones of the same
+// endpoint within a minute are left out by the rate limit.
+func checkBFDNotes(t *testing.T, inst *e2e.Instance) {
+	t.Helper()
+	var neverUp, down int
+	for _, ev := range eventLines(t, inst, "service-a") {
+		switch {
+		case ev.Reason != reasonEndpointDead:
+		case strings.Contains(ev.Note, "no BFD session came up with the target side"):
+			neverUp++
+		case strings.Contains(ev.Note, "its BFD session went down"):
+			down++
+		}
+	}
+	if neverUp != 2 || down != 2 {
+		t.Errorf("log: %d EndpointDead notes of no BFD session coming up and %d of a session down, want 2 and 2", neverUp, down)
+	}
+}
