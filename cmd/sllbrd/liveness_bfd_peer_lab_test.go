@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"strings"
 	"sync"
@@ -11,6 +12,17 @@ import (
 	"github.com/sllbrd/sllbrd/bfd"
 	"github.com/sllbrd/sllbrd/internal/harness/e2e"
 	"github.com/sllbrd/sllbrd/internal/harness/lab"
+)
+
+// The liveness of the BFD lab tests: the defaults (labInterval × 4,
+// labHoldDown), probed by BFD.
+const (
+	bfdAnnotation = "interval=200ms,multiplier=4,hold-down=5s,probe=bfd"
+	// bfdBackSlack is how much longer than the hold-down a target's flows
+	// may take to return: its session comes Up again first, at most one
+	// packet a second each way while it is not Up (RFC 5880 section
+	// 6.8.3).
+	bfdBackSlack = 3 * time.Second
 )
 
 // bfdPeer is a BFD target side played by the test: package bfd in a
@@ -128,6 +140,15 @@ func waitSessionsUp(t *testing.T, inst *e2e.Instance, targets ...int) {
 		}
 		return true
 	})
+}
+
+// sessionUp reports whether inst's BFD session with addr is up.
+func sessionUp(t *testing.T, inst *e2e.Instance, addr netip.Addr) bool {
+	v, found, err := inst.Metric(fmt.Sprintf(`sllbrd_bfd_session_up{interface="",multihop="false",peer="%s"}`, addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found && v == 1
 }
 
 // checkCause: inst counted n BFD-probed addresses dead for cause.
