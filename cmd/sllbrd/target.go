@@ -12,7 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/sllbrd/sllbrd/internal/metrics"
+	"github.com/sllbrd/sllbrd/internal/targetbfd"
 	"github.com/sllbrd/sllbrd/internal/targetnet"
 	"github.com/sllbrd/sllbrd/kube/targetpod"
 )
@@ -154,8 +157,18 @@ func runTarget(ctx context.Context, cfg *targetConfig, log *slog.Logger) error {
 	}
 	defer kernel.Close()
 	m := metrics.NewTarget()
+	// The BFD sessions of Gateways with liveness (probe=bfd), in the pod's
+	// own namespace: this process's.
+	bfdRunner := targetbfd.NewRunner(nil, targetbfd.WithLogger(log))
 	agent := targetpod.NewAgent(client, ns, cfg.pod, targetnet.New(kernel), targetpod.WithLogger(log), targetpod.WithMetrics(m),
-		targetpod.WithRequireConfig(cfg.requireConfig), targetpod.WithLoopOptions(targetnet.WithResync(cfg.resync)))
+		targetpod.WithRequireConfig(cfg.requireConfig), targetpod.WithLoopOptions(targetnet.WithResync(cfg.resync)),
+		targetpod.WithLiveness(bfdRunner))
+	run := func(ctx context.Context) error {
+		g, ctx := errgroup.WithContext(ctx)
+		g.Go(func() error { return agent.Run(ctx) })
+		g.Go(func() error { return bfdRunner.Run(ctx) })
+		return g.Wait()
+	}
 	log.Info("sllbrd target starting", "version", version, "pod", ns+"/"+cfg.pod, "metrics_address", cfg.metricsAddress)
-	return runWithAdmin(ctx, log, cfg.metricsAddress, agent.Ready, agent.Run, m)
+	return runWithAdmin(ctx, log, cfg.metricsAddress, agent.Ready, run, m, metrics.NewTargetBFD(bfdRunner.Stats))
 }

@@ -63,6 +63,7 @@ func runTargetNode(ctx context.Context, cfg *targetConfig, log *slog.Logger) err
 	log.Info("sllbrd target starting as the node daemon", "version", version, "node", cfg.node, "mode", mode, "runtime", name,
 		"runtime_endpoint", cfg.runtimeEndpoint, "metrics_address", cfg.metricsAddress)
 	// The applies of every pod (m) without the applied generation, which is
-	// one pod's, and the node's own: pods by state, the runtime, skips.
-	return runWithAdmin(ctx, log, cfg.metricsAddress, d.Ready, run, metrics.NewTargetNode(m, d))
+	// one pod's, and the node's own: pods by state, the runtime, skips, and
+	// the pods' BFD sessions, summed.
+	return runWithAdmin(ctx, log, cfg.metricsAddress, d.Ready, run, metrics.NewTargetNode(m, d), metrics.NewTargetBFD(d.BFDStats))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/sllbrd/sllbrd/bfd"
+	"github.com/sllbrd/sllbrd/internal/targetbfd"
 	"github.com/sllbrd/sllbrd/internal/targetnet"
 )
 
@@ -39,6 +40,7 @@ func registerAll(t *testing.T, reg prometheus.Registerer) {
 		}),
 		cfg, ctl, tgt,
 		newTargetNodeCollector(node), // the node daemon's own; the rest of its exposition is tgt's (TargetNode)
+		NewTargetBFD(func() targetbfd.Stats { return targetbfd.Stats{Sessions: map[bfd.State]int{bfd.StateUp: 1}} }),
 		ReadyGauge(func() (bool, []string) { return true, nil }),
 		NewLivenessCollector(livenessSample()),
 	)

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sllbrd/sllbrd/internal/cri"
+	"github.com/sllbrd/sllbrd/internal/targetbfd"
 	"github.com/sllbrd/sllbrd/internal/targetnet"
 	"github.com/sllbrd/sllbrd/kube/targetpod"
 )
@@ -33,6 +34,7 @@ type Daemon struct {
 	probe   time.Duration
 	limits  *limits
 	own     nsID
+	bfd     *targetbfd.Counters // of every pod's BFD Runner (BFDStats)
 
 	unavailable atomic.Uint64 // applies skipped: no network namespace (NamespaceUnavailable)
 
@@ -51,6 +53,7 @@ type Daemon struct {
 type worker struct {
 	agent   *targetpod.PodAgent
 	ns      *podNamespace // the agent's Configurer
+	bfd     *podBFD       // the agent's Liveness
 	refused bool          // the pod as last seen is not configured (refuses): under Daemon.mu
 	cancel  context.CancelFunc
 	done    chan struct{}
@@ -95,7 +98,7 @@ func New(c kubernetes.Interface, node string, netns NetNS, opts ...Option) (*Dae
 		return nil, err
 	}
 	d := &Daemon{client: c, node: node, netns: netns, log: slog.Default(), metrics: newNodeMetrics(noMetrics{}),
-		resync: 30 * time.Second, probe: runtimeProbeInterval, own: own,
+		resync: 30 * time.Second, probe: runtimeProbeInterval, own: own, bfd: targetbfd.NewCounters(),
 		limits: newLimits(DefaultApplies, DefaultWritesInFlight, DefaultWritesPerSecond, DefaultWriteBurst),
 		pods:   map[types.UID]*worker{}, stopping: map[types.UID]chan struct{}{}}
 	for _, o := range opts {

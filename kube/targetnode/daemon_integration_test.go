@@ -82,6 +82,8 @@ func TestIntegrationNodeDaemon(t *testing.T) {
 		t.Error("a status write with another pod's UID was applied")
 	}
 
+	t.Run("BFD: a pod's namespace answers its SLLBRs", func(t *testing.T) { testNodeBFD(t, e, x) })
+
 	t.Run("desired change: next hops replaced, no window, no ready: false", func(t *testing.T) {
 		sets := [][]string{{"169.111.100.2", "169.111.100.3", "fd00:111::2"}, {"169.111.100.1", "fd00:111::1", "fd00:111::2"},
 			{"169.111.100.3", "fd00:111::3"}, {"169.111.100.1", "169.111.100.2", "fd00:111::1"}}

@@ -18,10 +18,22 @@
 //     with a new namespace; the file is checked (a network namespace, not
 //     the daemon's own), rtnetlink sockets are created in it
 //     (targetnet.DialNetlinkKernel: on a locked thread that returns to the
-//     daemon's namespace; no thread is ever left in a pod's), and the
-//     sockets and the file are closed after the apply, since either keeps
-//     the namespace, and with it a dead pod's interfaces, alive. The kernel's
-//     IFA_PROTO support is checked once, by the caller, before New.
+//     daemon's namespace), and the sockets and the file are closed after
+//     the apply, since either keeps the namespace, and with it a dead pod's
+//     interfaces, alive. The kernel's IFA_PROTO support is checked once, by
+//     the caller, before New.
+//   - The pod's BFD sessions (the target side of the SLLBRs' probe=bfd
+//     liveness probe, internal/targetbfd), when the configuration applied
+//     asks for them: one targetbfd.Runner per pod, whose server runs on a
+//     thread that stays in the pod's namespace (the one exception to the
+//     above: it keeps the namespace alive while it runs). It is stopped,
+//     its sessions AdminDown, when the pod's agent stops (the pod deleted,
+//     finished, marked for the sidecar), when liveness goes, and when an
+//     apply finds no namespace; it is started anew when an apply finds
+//     another namespace (a re-created sandbox). A namespace that cannot be
+//     opened for it is logged, counted and tried again at the next apply.
+//     The daemon is not frozen with a pod: its sessions find a dead node or
+//     network, not a frozen application (docs/target.md).
 //
 // Which pods: those of the node with a desired or status annotation, not
 // Succeeded or Failed, whose kube.AnnotationTargetAgent is absent or
@@ -66,6 +78,8 @@
 //     not exported (internal/metrics.TargetNode). The node's own, read at
 //     scrape time: PodStates (each followed pod in exactly one state:
 //     applied, not_ready, no_sandbox, refused; a pod no longer followed in
-//     none), RuntimeUp (the last runtime probe answered) and
-//     NamespaceUnavailable (applies skipped for want of a namespace).
+//     none), RuntimeUp (the last runtime probe answered),
+//     NamespaceUnavailable (applies skipped for want of a namespace) and
+//     BFDStats (every pod's BFD sessions summed, with counts that only
+//     grow: internal/metrics.TargetBFD).
 package targetnode

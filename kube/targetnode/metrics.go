@@ -89,6 +89,12 @@ func (p *podNamespace) observe(err error) {
 		found = nsNodes
 	}
 	p.found.Store(found)
+	if found != nsOpened {
+		p.mu.Lock()
+		p.current = nsID{}
+		p.mu.Unlock()
+		p.bfd.namespaceChanged() // its BFD sessions stop: they would keep the namespace alive
+	}
 }
 
 // RuntimeUp reports whether the container runtime answered the last

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -46,6 +47,10 @@ type podNamespace struct {
 	d     *Daemon
 	uid   string
 	found atomic.Int32 // what the last apply found (observe): nsOpened, nsNone or nsNodes
+	bfd   *podBFD      // the pod's BFD sessions; nil in clean-up
+
+	mu      sync.Mutex
+	current nsID // the namespace the last apply opened (zero: none)
 }
 
 func (p *podNamespace) Apply(want targetnet.Desired) (targetnet.Result, error) {
@@ -54,11 +59,14 @@ func (p *podNamespace) Apply(want targetnet.Desired) (targetnet.Result, error) {
 		return targetnet.Result{}, err
 	}
 	defer release()
-	f, err := p.open()
+	f, id, err := p.open()
 	p.observe(err)
 	if err != nil {
 		return targetnet.Result{}, err
 	}
+	p.mu.Lock()
+	p.current = id
+	p.mu.Unlock()
 	defer f.Close()
 	k, err := targetnet.DialNetlinkKernel(int(f.Fd()))
 	if err != nil {
@@ -68,50 +76,60 @@ func (p *podNamespace) Apply(want targetnet.Desired) (targetnet.Result, error) {
 	return targetnet.New(k).Apply(want)
 }
 
-// open resolves and opens the pod's network namespace. A pod without one
-// (no ready sandbox, or its file gone since the runtime answered) is
-// targetpod.ErrNoNamespace: not a failure.
-func (p *podNamespace) open() (*os.File, error) {
+// currentNS returns the namespace the last apply opened; false when the
+// last apply found none (or none has run).
+func (p *podNamespace) currentNS() (nsID, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.current, p.current != nsID{}
+}
+
+// open resolves and opens the pod's network namespace, and says which it
+// is. A pod without one (no ready sandbox, or its file gone since the
+// runtime answered) is targetpod.ErrNoNamespace: not a failure.
+func (p *podNamespace) open() (*os.File, nsID, error) {
 	path, err := p.d.netns.PodNetNS(p.ctx, p.uid)
 	switch {
 	case errors.Is(err, cri.ErrNoSandbox):
-		return nil, fmt.Errorf("%w: %w", targetpod.ErrNoNamespace, err)
+		return nil, nsID{}, fmt.Errorf("%w: %w", targetpod.ErrNoNamespace, err)
 	case errors.Is(err, cri.ErrHostNetwork):
-		return nil, fmt.Errorf("not configured, the runtime runs the pod in the node's network namespace: %w", err)
+		return nil, nsID{}, fmt.Errorf("not configured, the runtime runs the pod in the node's network namespace: %w", err)
 	case err != nil:
-		return nil, fmt.Errorf("find the pod's network namespace: %w", err)
+		return nil, nsID{}, fmt.Errorf("find the pod's network namespace: %w", err)
 	}
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %w", targetpod.ErrNoNamespace, err)
+		return nil, nsID{}, fmt.Errorf("%w: %w", targetpod.ErrNoNamespace, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open the pod's network namespace: %w", err)
+		return nil, nsID{}, fmt.Errorf("open the pod's network namespace: %w", err)
 	}
-	if err := p.d.checkNetNS(f); err != nil {
+	id, err := p.d.checkNetNS(f)
+	if err != nil {
 		f.Close()
-		return nil, err
+		return nil, nsID{}, err
 	}
-	return f, nil
+	return f, id, nil
 }
 
 // checkNetNS refuses a file that is not a network namespace, or is the
-// daemon's own.
-func (d *Daemon) checkNetNS(f *os.File) error {
+// daemon's own; it returns the namespace's identity.
+func (d *Daemon) checkNetNS(f *os.File) (nsID, error) {
 	fd := int(f.Fd())
 	t, err := unix.IoctlRetInt(fd, unix.NS_GET_NSTYPE)
 	if err != nil {
-		return fmt.Errorf("%s is not a namespace: %w", f.Name(), err)
+		return nsID{}, fmt.Errorf("%s is not a namespace: %w", f.Name(), err)
 	}
 	if t != unix.CLONE_NEWNET {
-		return fmt.Errorf("%s is not a network namespace (type %#x)", f.Name(), t)
+		return nsID{}, fmt.Errorf("%s is not a network namespace (type %#x)", f.Name(), t)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return fmt.Errorf("%s: %w", f.Name(), err)
+		return nsID{}, fmt.Errorf("%s: %w", f.Name(), err)
 	}
-	if (nsID{uint64(st.Dev), st.Ino}) == d.own {
-		return fmt.Errorf("%s is the node daemon's own network namespace: not configured", f.Name())
+	id := nsID{uint64(st.Dev), st.Ino}
+	if id == d.own {
+		return nsID{}, fmt.Errorf("%s is the node daemon's own network namespace: not configured", f.Name())
 	}
-	return nil
+	return id, nil
 }

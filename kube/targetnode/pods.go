@@ -2,6 +2,7 @@ package targetnode
 
 import (
 	"context"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -96,11 +97,12 @@ func (d *Daemon) startLocked(pod *corev1.Pod) *worker {
 	ctx, cancel := context.WithCancel(d.ctx)
 	log := d.log.With("pod", pod.Namespace+"/"+pod.Name, "uid", pod.UID)
 	ns := &podNamespace{ctx: ctx, d: d, uid: string(pod.UID)}
+	ns.bfd = newPodBFD(d, ns, log)
 	agent := targetpod.NewPodAgent(d.Agent(), ns,
 		d.limits.statusWriter(d.client, pod.Namespace, pod.Name, pod.UID),
 		targetpod.WithLogger(log), targetpod.WithMetrics(d.metrics.forPod(pod.UID)),
-		targetpod.WithLoopOptions(targetnet.WithResync(d.resync)))
-	w := &worker{agent: agent, ns: ns, cancel: cancel, done: make(chan struct{})}
+		targetpod.WithLoopOptions(targetnet.WithResync(d.resync)), targetpod.WithLiveness(ns.bfd))
+	w := &worker{agent: agent, ns: ns, bfd: ns.bfd, cancel: cancel, done: make(chan struct{})}
 	d.pods[pod.UID] = w
 	prev := d.stopping[pod.UID]
 	d.workers.Add(1)
@@ -115,9 +117,12 @@ func (d *Daemon) startLocked(pod *corev1.Pod) *worker {
 			}
 		}
 		log.Debug("following the pod")
+		var bfd sync.WaitGroup
+		bfd.Go(func() { ns.bfd.run(ctx) })
 		if err := agent.Run(ctx); err != nil {
 			log.Error("the pod's agent stopped", "err", err)
 		}
+		bfd.Wait() // its sessions AdminDown, its thread gone
 	}()
 	return w
 }

@@ -57,6 +57,13 @@
 //     the controller gates node-mode endpoints on it). It is written only
 //     when its value changes, and removed when nothing is wanted and
 //     nothing of ours is left, but only if this agent wrote it.
+//   - With WithLiveness, after each apply of the generation last read, the
+//     agent hands its Liveness (internal/targetbfd.Runner, or the node
+//     daemon's per pod) that generation's Gateways whose Liveness is set,
+//     each with the next hops and interfaces the kernel holds: the BFD
+//     sessions the SLLBRs' probe=bfd needs follow what is routed. An apply
+//     that read nothing changes none; a pod that is not the agent's gets
+//     none.
 //   - A Configurer error wrapping ErrNoNamespace (the node daemon found no
 //     ready sandbox) is not a failure: nothing is written or counted, it is
 //     logged once, and retried with the loop's backoff and on every change

@@ -48,6 +48,7 @@ type PodAgent struct {
 	metrics       Metrics
 	requireConfig bool
 	loopOpts      []targetnet.LoopOption
+	liveness      Liveness // nil: no BFD (WithLiveness)
 	kick          chan struct{}
 
 	mu            sync.Mutex
@@ -63,6 +64,7 @@ type PodAgent struct {
 	parseErr      error
 	setGen        int64 // what the loop was last given
 	setNet        targetnet.Desired
+	setLive       []Gateway // the Gateways with Liveness of setGen
 	outcome       *targetnet.Outcome
 	noNamespace   error  // the last apply found no namespace (ErrNoNamespace)
 	onPod         string // the status annotation on the pod as last seen or written
@@ -143,6 +145,9 @@ func (a *PodAgent) Seen(pod *corev1.Pod) {
 			}
 			a.log.Warn("this agent applies nothing in the pod", "why", why, "left", left)
 		}
+		if a.liveness != nil {
+			a.liveness.Set(nil) // the pod's agent runs its BFD sessions
+		}
 		a.refused, a.reportRefusal, a.read = why, report, false
 		return
 	}
@@ -160,7 +165,7 @@ func (a *PodAgent) Seen(pod *corev1.Pod) {
 	a.read, a.desired = true, value
 	if !set {
 		a.haveConfig, a.generation, a.parseErr = false, 0, nil
-		a.setLoop(0, targetnet.Desired{}) // nothing wanted: ours goes
+		a.setLoop(0, targetnet.Desired{}, nil) // nothing wanted: ours goes
 		return
 	}
 	d, err := ParseDesired(value)
@@ -170,11 +175,11 @@ func (a *PodAgent) Seen(pod *corev1.Pod) {
 		return
 	}
 	a.haveConfig, a.generation, a.parseErr = true, d.Generation, nil
-	a.setLoop(d.Generation, d.Net())
+	a.setLoop(d.Generation, d.Net(), withLiveness(d.Gateways))
 }
 
-func (a *PodAgent) setLoop(gen int64, d targetnet.Desired) {
-	a.setGen, a.setNet = gen, d
+func (a *PodAgent) setLoop(gen int64, d targetnet.Desired, live []Gateway) {
+	a.setGen, a.setNet, a.setLive = gen, d, live
 	a.loop.Set(gen, d)
 }
 
@@ -202,6 +207,7 @@ func (a *PodAgent) applied(o targetnet.Outcome) {
 	a.mu.Lock()
 	prev := a.outcome
 	a.outcome, a.noNamespace = &o, nil
+	a.reportLiveness(o)
 	a.mu.Unlock()
 	a.wake()
 	switch {
