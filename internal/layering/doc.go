@@ -10,7 +10,8 @@
 //     nothing but the standard library, so every package can share it);
 //   - internal/targetnet (the target pod's side) knows netlink and plain
 //     types only, and internal/tableroute (the default routes it shares
-//     with dataplane/route) not even those of sllbrd;
+//     with dataplane/route) not even those of sllbrd; internal/targetbfd
+//     (the target side's BFD sessions) knows package bfd and plain types;
 //   - nothing that ships in bin/sllbrd depends on internal/harness (the lab,
 //     e2e, kubetest, netns and testpkt helpers of the tests).
 package layering

@@ -40,6 +40,8 @@ var rules = []rule{
 	{"internal/tableroute", append(thirdPartyKube, module+"/dataplane", module+"/internal/targetnet", module+"/model", "github.com/prometheus/")},
 	// The SLLBR's endpoint prober: sockets and plain types only.
 	{"internal/liveness", append(thirdPartyKube, module+"/dataplane", module+"/model", "github.com/prometheus/")},
+	// The target side's BFD sessions: package bfd and plain types only.
+	{"internal/targetbfd", append(thirdPartyKube, module+"/dataplane", module+"/model", "github.com/prometheus/")},
 	// The node daemon's view of the runtime: the CRI API (k8s.io/cri-api),
 	// nothing of sllbrd's or of the Kubernetes API.
 	{"internal/cri", []string{"k8s.io/client-go", "k8s.io/api/", "sigs.k8s.io/", "github.com/osrg/gobgp", "github.com/prometheus/",
@@ -50,7 +52,7 @@ var rules = []rule{
 // subpackages): none may depend on the test harness.
 var shipped = []string{"cmd", "dataplane", "maglev", "bfd", "bgp", "kube", "model",
 	"internal/metrics", "internal/reconcile", "internal/uplink", "internal/admin", "internal/targetnet",
-	"internal/tableroute", "internal/liveness", "internal/cri", "internal/mountinfo"}
+	"internal/tableroute", "internal/liveness", "internal/targetbfd", "internal/cri", "internal/mountinfo"}
 
 func init() {
 	for _, dir := range shipped {
