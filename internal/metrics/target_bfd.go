@@ -13,7 +13,7 @@ import (
 type TargetBFD struct {
 	stats                                                func() targetbfd.Stats
 	sessions, socketErrors, unserved, transitions, fails *prometheus.Desc
-	discards                                             *prometheus.Desc
+	discards, leftOut, allDown                           *prometheus.Desc
 }
 
 // The values of sllbrd_target_bfd_failures_total's label what.
@@ -42,12 +42,16 @@ func NewTargetBFD(stats func() targetbfd.Stats) *TargetBFD {
 		discards: prometheus.NewDesc("sllbrd_target_bfd_discarded_packets_total",
 			"BFD packets the target side received and no session took (no_session: from an address that is not a next hop), by reason.",
 			[]string{"reason"}, nil),
+		leftOut: prometheus.NewDesc("sllbrd_target_bfd_next_hops_down",
+			"Next hops left out of their Gateway's routes because their BFD session is down (back as soon as it is up).", nil, nil),
+		allDown: prometheus.NewDesc("sllbrd_target_bfd_all_next_hops_down_total",
+			"Times every next hop of a family of a Gateway had its BFD session down, so that all were kept in the routes (never none).", nil, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *TargetBFD) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.sessions, c.socketErrors, c.unserved, c.transitions, c.fails, c.discards} {
+	for _, d := range []*prometheus.Desc{c.sessions, c.socketErrors, c.unserved, c.transitions, c.fails, c.discards, c.leftOut, c.allDown} {
 		ch <- d
 	}
 }
@@ -60,6 +64,8 @@ func (c *TargetBFD) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- gauge(c.socketErrors, float64(s.SocketErrors))
 	ch <- gauge(c.unserved, float64(s.Unserved))
+	ch <- gauge(c.leftOut, float64(s.LeftOut))
+	ch <- counter(c.allDown, s.AllDown)
 	ch <- counter(c.transitions, s.Up, "up")
 	ch <- counter(c.transitions, s.Down, "down")
 	ch <- counter(c.fails, s.ServerFailures, TargetBFDFailureServer)

@@ -16,13 +16,19 @@ import (
 // sessions in every state, the counts, the discards by reason.
 func TestTargetBFDMetrics(t *testing.T) {
 	s := targetbfd.Stats{Sessions: map[bfd.State]int{bfd.StateUp: 3, bfd.StateDown: 1}, SocketErrors: 1, Unserved: 2,
-		ServerFailures: 4, SessionFailures: 5, Up: 6, Down: 7}
+		ServerFailures: 4, SessionFailures: 5, Up: 6, Down: 7, LeftOut: 9, AllDown: 10}
 	s.Discards[bfd.DiscardNoSession] = 8
 	c := NewTargetBFD(func() targetbfd.Stats { return s })
-	want := `# HELP sllbrd_target_bfd_failures_total Failures of the target side's BFD: a server that could not start in its network namespace or stopped (server; started again), a session the server refused to add, update or remove (session; tried again).
+	want := `# HELP sllbrd_target_bfd_all_next_hops_down_total Times every next hop of a family of a Gateway had its BFD session down, so that all were kept in the routes (never none).
+# TYPE sllbrd_target_bfd_all_next_hops_down_total counter
+sllbrd_target_bfd_all_next_hops_down_total 10
+# HELP sllbrd_target_bfd_failures_total Failures of the target side's BFD: a server that could not start in its network namespace or stopped (server; started again), a session the server refused to add, update or remove (session; tried again).
 # TYPE sllbrd_target_bfd_failures_total counter
 sllbrd_target_bfd_failures_total{what="server"} 4
 sllbrd_target_bfd_failures_total{what="session"} 5
+# HELP sllbrd_target_bfd_next_hops_down Next hops left out of their Gateway's routes because their BFD session is down (back as soon as it is up).
+# TYPE sllbrd_target_bfd_next_hops_down gauge
+sllbrd_target_bfd_next_hops_down 9
 # HELP sllbrd_target_bfd_next_hops_without_session Next hops of Gateways with liveness that have no BFD session: no interface of their family is known.
 # TYPE sllbrd_target_bfd_next_hops_without_session gauge
 sllbrd_target_bfd_next_hops_without_session 2
@@ -40,7 +46,8 @@ sllbrd_target_bfd_socket_errors 1
 sllbrd_target_bfd_transitions_total{direction="down"} 7
 sllbrd_target_bfd_transitions_total{direction="up"} 6
 `
-	names := []string{"sllbrd_target_bfd_failures_total", "sllbrd_target_bfd_next_hops_without_session", "sllbrd_target_bfd_sessions",
+	names := []string{"sllbrd_target_bfd_all_next_hops_down_total", "sllbrd_target_bfd_failures_total", "sllbrd_target_bfd_next_hops_down",
+		"sllbrd_target_bfd_next_hops_without_session", "sllbrd_target_bfd_sessions",
 		"sllbrd_target_bfd_socket_errors", "sllbrd_target_bfd_transitions_total"}
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), names...); err != nil {
 		t.Fatal(err)

@@ -26,6 +26,19 @@
 //     what changed. A removed session goes AdminDown (the SLLBR hears that
 //     the target side stops, RFC 5880 section 6.8.16); so does every session
 //     when Run's context ends (bounded by ShutdownTimeout).
+//   - Runner.Down is what the sessions say of the next hops (health, pure,
+//     clock-driven): a next hop is down while its session is not Up once it
+//     has been Up (the detection time expired, or the SLLBR took it down
+//     with AdminDown: it is stopping), or when it has not come Up within
+//     Multiplier × Interval + StartSlack of being added; it is up again at
+//     its session's first Up, with no hold-down (the reply path keeps no
+//     state: any SLLBR forwards any reply). DownChanged is signalled when
+//     the set changes (coalesced), from session events and the start
+//     graces' ends. The agent leaves those next hops out of the Gateways'
+//     routes (targetnet.Gateway.Down) and hands them back in Set
+//     (Gateway.Down): they keep their sessions. A server started again
+//     keeps the down ones down until their new session is Up, and gives the
+//     others a new grace.
 //
 // Promises:
 //   - Only configured next hops have sessions: a BFD packet from any other
@@ -47,7 +60,11 @@
 //     context ends. A session the server refuses is logged, counted
 //     ("session") and tried again at the next Set.
 //   - Every session state change is logged and counted (transitions up and
-//     down); Stats gives the sessions by state for metrics. Counters may be
+//     down); Stats gives the sessions by state for metrics. So is every
+//     change of Down (logged with why), of the next hops left out of each
+//     Gateway's routes (logged, Stats.LeftOut) and of the families whose
+//     next hops are all down and all kept (logged, Stats.AllDown counts
+//     each beginning). Counters may be
 //     shared by the Runners of one process (the node daemon's pods), so
 //     that its counters never go down when a Runner ends.
 package targetbfd

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"runtime"
 	"slices"
@@ -44,6 +45,14 @@ type Runner struct {
 	unserved int
 	notes    string    // the last Want.Notes logged
 	addrs    Addresses // last read of the namespace's addresses
+	synced   []Gateway // the Gateways of the last sync, for the routes' logs
+
+	// What the sessions say of the next hops (down.go).
+	now    func() time.Time
+	downCh chan struct{} // DownChanged
+	hmu    sync.Mutex
+	health *health
+	down   map[netip.Addr]Cause // the verdicts last given
 }
 
 // Option configures a Runner.
@@ -61,7 +70,8 @@ func WithCounters(c *Counters) Option { return func(r *Runner) { r.counters = c 
 // nil: the calling process's own namespace (the sidecar's). Nothing runs
 // before Run.
 func NewRunner(ns *os.File, opts ...Option) *Runner {
-	r := &Runner{ns: ns, log: slog.Default(), kick: make(chan struct{}, 1)}
+	r := &Runner{ns: ns, log: slog.Default(), kick: make(chan struct{}, 1),
+		now: time.Now, downCh: make(chan struct{}, 1), health: newHealth(), down: map[netip.Addr]Cause{}}
 	if ns != nil {
 		r.nsFD = int(ns.Fd())
 	}
@@ -129,6 +139,14 @@ func (r *Runner) Run(ctx context.Context) error {
 // serve runs one server until ctx ends (nil) or the server fails.
 func (r *Runner) serve(ctx context.Context) error {
 	srv := bfd.NewServer(bfd.WithEventHandler(r.onEvent), bfd.WithLogger(r.log))
+	grace := time.NewTimer(time.Hour) // the next start grace to end
+	defer grace.Stop()
+	arm := func(next time.Time) {
+		grace.Stop()
+		if !next.IsZero() {
+			grace.Reset(next.Sub(r.now()))
+		}
+	}
 	runCtx, cancel := context.WithCancel(context.Background()) // Shutdown ends it first
 	defer cancel()
 	entered, exited := make(chan error, 1), make(chan error, 1)
@@ -141,7 +159,7 @@ func (r *Runner) serve(ctx context.Context) error {
 	r.mu.Unlock()
 	defer r.counters.retire(r, srv)
 	k := newKeeper(srv)
-	r.sync(k)
+	arm(r.sync(k, srv, true))
 	for {
 		select {
 		case <-ctx.Done():
@@ -152,7 +170,9 @@ func (r *Runner) serve(ctx context.Context) error {
 			done()
 			return nil
 		case <-r.kick:
-			r.sync(k)
+			arm(r.sync(k, srv, false))
+		case <-grace.C:
+			arm(r.evaluate())
 		case err := <-exited:
 			if err == nil {
 				err = errors.New("Run returned")
@@ -203,23 +223,26 @@ func enter(nsFD int) (leave func(), err error) {
 	}, nil
 }
 
-// sync makes k's server hold the sessions of the Gateways last Set.
-func (r *Runner) sync(k *keeper) {
+// sync makes k's server (srv; fresh: just started) hold the sessions of
+// the Gateways last Set, and returns when a start grace ends next.
+func (r *Runner) sync(k *keeper, srv *bfd.Server, fresh bool) time.Time {
 	r.mu.Lock()
-	gws := r.want
+	gws, synced := r.want, r.synced
+	r.synced = gws
 	r.mu.Unlock()
 	var addrs Addresses
-	if slices.ContainsFunc(gws, func(g Gateway) bool { return len(g.NextHops) > 0 }) {
+	if slices.ContainsFunc(gws, func(g Gateway) bool { return len(g.NextHops)+len(g.Down) > 0 }) {
 		addrs = r.addresses()
 	}
 	w := Sessions(gws, addrs)
-	c := k.set(w.Sessions)
+	c := r.setSessions(k, srv, w, fresh)
 	notes := strings.Join(w.Notes, "; ")
 	r.mu.Lock()
 	r.unserved = len(w.Unserved)
 	logNotes := notes != r.notes
 	r.notes = notes
 	r.mu.Unlock()
+	r.logRoutes(synced, gws)
 	r.counters.sessionFailures.Add(uint64(c.failed))
 	for _, key := range c.added {
 		cfg := w.Sessions[key]
@@ -240,6 +263,7 @@ func (r *Runner) sync(k *keeper) {
 	if logNotes && notes != "" {
 		r.log.Warn("BFD sessions", "notes", notes)
 	}
+	return r.evaluate()
 }
 
 // addresses reads the addresses of the namespace's interfaces; on failure
@@ -285,8 +309,13 @@ func readAddresses(nsFD int) (Addresses, error) {
 	return out, nil
 }
 
-// onEvent logs and counts a session's state change.
+// onEvent logs and counts a session's state change, and applies it to
+// the next hops' health.
 func (r *Runner) onEvent(ev bfd.Event) {
+	r.hmu.Lock()
+	r.health.event(ev)
+	r.hmu.Unlock()
+	defer r.evaluate() // after the session's own log line
 	attrs := []any{"peer", ev.Key.Peer, "interface", ev.Key.Interface, "state", ev.New, "was", ev.Old, "diag", ev.Diag}
 	switch {
 	case ev.New == bfd.StateUp:

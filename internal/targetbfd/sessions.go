@@ -26,6 +26,13 @@ type Gateway struct {
 	// NextHops are the next hops in place in the Gateway's table (both
 	// families; targetnet.GatewayResult.NextHops).
 	NextHops []netip.Addr
+	// Down are the next hops left out of the table because they were
+	// found down (Runner.Down; targetnet.GatewayResult.Down): they keep
+	// their sessions, so that they come back when these are Up.
+	Down []netip.Addr
+	// AllDown lists the families whose next hops were all found down and
+	// all kept in the table (targetnet.GatewayResult.AllDown).
+	AllDown []targetnet.Family
 	// Interfaces names the interface of the next hops, per family
 	// (targetnet.GatewayResult.Interfaces).
 	Interfaces map[targetnet.Family]string
@@ -60,7 +67,7 @@ type Want struct {
 }
 
 // Sessions returns the session set of gws: one single-hop session per next
-// hop, on the interface of its family, from the pod's address there (addrs:
+// hop (in place or left out as down), on the interface of its family, from the pod's address there (addrs:
 // the namespace's; nil: the kernel chooses every source). A next hop of
 // several Gateways gets the session of the strictest (ties: the first by
 // name).
@@ -73,10 +80,11 @@ func Sessions(gws []Gateway, addrs Addresses) Want {
 	for i, g := range gws {
 		if err := g.validate(); err != nil {
 			w.Unserved = append(w.Unserved, g.NextHops...)
+			w.Unserved = append(w.Unserved, g.Down...)
 			w.Notes = append(w.Notes, err.Error())
 			continue
 		}
-		for _, h := range g.NextHops {
+		for _, h := range slices.Concat(g.NextHops, g.Down) {
 			h = h.Unmap().WithZone("")
 			j, seen := best[h]
 			switch {

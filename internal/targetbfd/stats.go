@@ -18,6 +18,13 @@ type Stats struct {
 	// Unserved counts the next hops of Gateways with liveness that have no
 	// session (Want.Unserved).
 	Unserved int
+	// LeftOut counts the next hops left out of their Gateway's routes
+	// because they were found down (Gateway.Down, summed over Gateways).
+	LeftOut int
+	// AllDown counts the times a family of a Gateway had every next hop
+	// found down, so that all were kept (Gateway.AllDown, counted when it
+	// begins).
+	AllDown uint64
 	// ServerFailures counts servers that could not start in their
 	// namespace or stopped on their own (each started again), and
 	// namespaces that could not be opened for one (the node daemon).
@@ -35,7 +42,7 @@ type Stats struct {
 // Counters are the counts of one process's Runners (WithCounters): they
 // only grow, also when a Runner ends. Safe for concurrent use.
 type Counters struct {
-	serverFailures, sessionFailures, up, down atomic.Uint64
+	serverFailures, sessionFailures, up, down, allDown atomic.Uint64
 
 	mu      sync.Mutex
 	retired bfd.DiscardCounts // of servers that have stopped
@@ -53,7 +60,8 @@ func (c *Counters) CountServerFailure() { c.serverFailures.Add(1) }
 // c's counts. A server stopping meanwhile is counted once.
 func (c *Counters) Stats(runners ...*Runner) Stats {
 	s := Stats{Sessions: map[bfd.State]int{bfd.StateAdminDown: 0, bfd.StateDown: 0, bfd.StateInit: 0, bfd.StateUp: 0},
-		ServerFailures: c.serverFailures.Load(), SessionFailures: c.sessionFailures.Load(), Up: c.up.Load(), Down: c.down.Load()}
+		ServerFailures: c.serverFailures.Load(), SessionFailures: c.sessionFailures.Load(), Up: c.up.Load(), Down: c.down.Load(),
+		AllDown: c.allDown.Load()}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s.Discards = c.retired
@@ -81,6 +89,9 @@ func (c *Counters) retire(r *Runner, srv *bfd.Server) {
 func (r *Runner) addLive(s *Stats) {
 	r.mu.Lock()
 	srv, unserved := r.srv, r.unserved
+	for _, g := range r.want {
+		s.LeftOut += len(g.Down)
+	}
 	r.mu.Unlock()
 	s.Unserved += unserved
 	if srv == nil {

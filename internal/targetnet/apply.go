@@ -29,7 +29,9 @@ type plan struct {
 	delRoutes []Route
 	flush     []Hop // neighbours of next hops no longer used
 
-	kept      map[string][]Family // gateway -> families whose last next hops stay
+	kept      map[string][]Family     // gateway -> families whose last next hops stay
+	down      map[string][]netip.Addr // gateway -> next hops left out as down (Gateway.Down)
+	allDown   map[string][]Family     // gateway -> families whose next hops are all down, all kept
 	conflicts []string
 	errs      []error
 }
@@ -61,7 +63,7 @@ func (a *Applier) Apply(d Desired) (Result, error) {
 }
 
 func (a *Applier) plan(d Desired, obs observed) plan {
-	p := plan{kept: map[string][]Family{}}
+	p := plan{kept: map[string][]Family{}, down: map[string][]netip.Addr{}, allDown: map[string][]Family{}}
 	wantRules, wantAddrs, keepRoutes := map[Rule]bool{}, map[Address]bool{}, map[tableroute.Key]bool{}
 	for _, g := range d.Gateways {
 		for _, f := range Families {
@@ -119,8 +121,9 @@ func (a *Applier) plan(d Desired, obs observed) plan {
 }
 
 // planRoutes plans the routes of family f in g's table: the blackhole
-// default and the default over g's next hops. Without next hops the last
-// ones stay: replies keep flowing while the SLLBR pods are replaced.
+// default and the default over g's next hops but those found down (all of
+// them when all are down). Without next hops the last ones stay: replies
+// keep flowing while the SLLBR pods are replaced.
 func (p *plan) planRoutes(g Gateway, f Family, obs observed, keep map[tableroute.Key]bool) {
 	hole := Route{Family: f, Table: g.Table, Metric: BlackholeMetric, Blackhole: true}
 	keep[hole.Key()] = true
@@ -143,8 +146,20 @@ func (p *plan) planRoutes(g Gateway, f Family, obs observed, keep map[tableroute
 		p.errs = append(p.errs, fmt.Errorf("gateway %s: no interface holds an address in %v: %s next hops not routed", g.Name, g.subnetsOf(f), f))
 		return
 	}
+	live := slices.DeleteFunc(slices.Clone(nhs), func(h netip.Addr) bool { return slices.Contains(g.Down, h) })
+	switch {
+	case len(live) == 0:
+		// Never no next hop because of liveness: every one is down
+		// (the SLLBRs' side of the network, or the pod's, is broken), so
+		// each is as good as another; removing them all would drop every
+		// reply.
+		live = nhs
+		p.allDown[g.Name] = append(p.allDown[g.Name], f)
+	case len(live) < len(nhs):
+		p.down[g.Name] = append(p.down[g.Name], slices.DeleteFunc(slices.Clone(nhs), func(h netip.Addr) bool { return slices.Contains(live, h) })...)
+	}
 	want := Route{Family: f, Table: g.Table, Metric: NextHopMetric}
-	for _, h := range nhs {
+	for _, h := range live {
 		want.Hops = append(want.Hops, Hop{Gateway: h, IfIndex: link})
 	}
 	keep[key] = true
@@ -153,7 +168,10 @@ func (p *plan) planRoutes(g Gateway, f Family, obs observed, keep map[tableroute
 	}
 	p.replace = append(p.replace, want)
 	for _, h := range old.Hops {
-		if !slices.Contains(want.Hops, h) {
+		// A next hop left out as down keeps its neighbour entry: it is
+		// still the same SLLBR pod, and its BFD session uses the entry.
+		downHere := h.IfIndex == link && slices.Contains(nhs, h.Gateway)
+		if !slices.Contains(want.Hops, h) && !downHere {
 			p.flush = append(p.flush, h)
 		}
 	}

@@ -182,6 +182,57 @@ func TestNoNextHopsKeepsTheLastOnes(t *testing.T) {
 	}
 }
 
+// TestDownNextHopsLeftOut: next hops found down leave the route in one
+// replacement and keep their neighbour entries; a family whose every next
+// hop is down keeps them all (never no next hop because of liveness); down
+// addresses that are not next hops change nothing.
+func TestDownNextHopsLeftOut(t *testing.T) {
+	k := newFakeKernel()
+	a := New(k)
+	g := gatewayA()
+	apply(t, a, Desired{Gateways: []Gateway{g}})
+	k.ops = nil
+	g.Down = addrs("169.111.100.2", "169.111.100.9")
+	res := apply(t, a, Desired{Gateways: []Gateway{g}})
+	want := []string{"replace route ipv4 table 50000 default metric 100 via 169.111.100.1 ifindex 2"}
+	if !slices.Equal(k.ops, want) {
+		t.Errorf("operations:\n%s\nwant:\n%s", strings.Join(k.ops, "\n"), strings.Join(want, "\n"))
+	}
+	gr := res.Gateways[0]
+	if !slices.Equal(gr.NextHops, addrs("169.111.100.1", "fd00:111::1")) || !slices.Equal(gr.Down, addrs("169.111.100.2")) || len(gr.AllDown) != 0 {
+		t.Errorf("result %+v: want .2 down and left out", gr)
+	}
+
+	// Every next hop of IPv4 down, and the only IPv6 one: all stay.
+	k.ops = nil
+	g.Down = addrs("169.111.100.1", "169.111.100.2", "fd00:111::1")
+	res = apply(t, a, Desired{Gateways: []Gateway{g}})
+	want = []string{"replace route ipv4 table 50000 default metric 100 via 169.111.100.1 ifindex 2 via 169.111.100.2 ifindex 2"}
+	if !slices.Equal(k.ops, want) || !slices.Equal(k.ours(), stateA) {
+		t.Errorf("operations:\n%s\nwant:\n%s", strings.Join(k.ops, "\n"), strings.Join(want, "\n"))
+	}
+	if gr := res.Gateways[0]; len(gr.Down) != 0 || !slices.Equal(gr.AllDown, Families) || len(gr.NextHops) != 3 {
+		t.Errorf("result %+v: want both families all down, all kept", gr)
+	}
+
+	// Up again: back in the route; a removed next hop is flushed, not a
+	// down one.
+	k.ops = nil
+	g.NextHops, g.Down = addrs("169.111.100.1", "169.111.100.3", "fd00:111::1"), addrs("169.111.100.3")
+	res = apply(t, a, Desired{Gateways: []Gateway{g}})
+	want = []string{"replace route ipv4 table 50000 default metric 100 via 169.111.100.1 ifindex 2", "flush 169.111.100.2"}
+	if !slices.Equal(k.ops, want) {
+		t.Errorf("operations:\n%s\nwant:\n%s", strings.Join(k.ops, "\n"), strings.Join(want, "\n"))
+	}
+	if gr := res.Gateways[0]; !slices.Equal(gr.Down, addrs("169.111.100.3")) || len(gr.AllDown) != 0 {
+		t.Errorf("result %+v", gr)
+	}
+	g.Down = nil
+	if res = apply(t, a, Desired{Gateways: []Gateway{g}}); len(res.Gateways[0].NextHops) != 3 || len(res.Gateways[0].Down) != 0 {
+		t.Errorf("result %+v: want every next hop back", res.Gateways[0])
+	}
+}
+
 func TestRemovingAVIPRemovesItsAddressThenItsRule(t *testing.T) {
 	k := newFakeKernel()
 	a := New(k)

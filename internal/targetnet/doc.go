@@ -43,8 +43,14 @@
 //     and keeps forwarding; removing every next hop would drop the replies
 //     of every connection, keeping them loses nothing that is not lost
 //     anyway.
+//   - Next hops a Gateway marks down (Gateway.Down: their BFD session with
+//     the pod is down, internal/targetbfd) are left out of its route, in the
+//     same single replacement, and reported (GatewayResult.Down); when every
+//     next hop of a family is down, all of them stay (GatewayResult.AllDown):
+//     liveness never leaves a family without a next hop.
 //   - Next hops that are no longer used have their neighbour entries
-//     flushed, so a new SLLBR pod taking over an address is resolved anew.
+//     flushed, so a new SLLBR pod taking over an address is resolved anew
+//     (not those left out as down: still the same pod).
 //   - Apply is idempotent, validates its whole input first (an invalid
 //     Desired changes nothing), applies what it can when one object fails,
 //     and reports every failure wrapped with its object.

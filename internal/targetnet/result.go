@@ -22,6 +22,12 @@ type GatewayResult struct {
 	// Kept lists the families whose next hops are the last ones seen: the
 	// desired configuration has none (no SLLBR pod ready).
 	Kept []Family
+	// Down are the desired next hops left out of the routes because they
+	// were found down (Gateway.Down), both families, sorted.
+	Down []netip.Addr
+	// AllDown lists the families whose desired next hops were all found
+	// down: all of them are in the route.
+	AllDown []Family
 }
 
 // Result is the state after an Apply.
@@ -56,7 +62,7 @@ func (r Result) NextHopCount(f Family) int {
 func result(d Desired, obs observed, p plan) Result {
 	res := Result{Conflicts: p.conflicts}
 	for _, g := range d.Gateways {
-		gr := GatewayResult{Name: g.Name, Table: g.Table, Interfaces: map[Family]string{}, Kept: p.kept[g.Name]}
+		gr := GatewayResult{Name: g.Name, Table: g.Table, Interfaces: map[Family]string{}, Kept: p.kept[g.Name], AllDown: p.allDown[g.Name]}
 		for _, v := range g.VIPs {
 			if obs.ourRules[ourRule(v, g.Table)] && obs.local(v.Addr()) {
 				gr.VIPs = append(gr.VIPs, v)
@@ -75,6 +81,12 @@ func result(d Desired, obs observed, p plan) Result {
 			}
 		}
 		slices.SortFunc(gr.NextHops, netip.Addr.Compare)
+		for _, h := range p.down[g.Name] {
+			if !slices.Contains(gr.NextHops, h) { // not if replacing the route failed
+				gr.Down = append(gr.Down, h)
+			}
+		}
+		slices.SortFunc(gr.Down, netip.Addr.Compare)
 		res.Gateways = append(res.Gateways, gr)
 	}
 	return res

@@ -60,6 +60,12 @@ type Gateway struct {
 	Subnets  []netip.Prefix
 	VIPs     []netip.Prefix // host prefixes: /32 or /128
 	NextHops []netip.Addr   // both families
+	// Down are next hops found down (their BFD session with the pod,
+	// internal/targetbfd): left out of the route while another next hop of
+	// their family is not down; when every one of a family is down, all
+	// stay (GatewayResult.AllDown). Addresses that are not next hops are
+	// ignored.
+	Down []netip.Addr
 }
 
 // Desired is the whole network configuration the pod must have. An empty
@@ -130,6 +136,11 @@ func (g Gateway) validate() error {
 		}
 		if count[tableroute.FamilyOf(h)]++; count[tableroute.FamilyOf(h)] > MaxNextHops {
 			return fail("more than %d %s next hops", MaxNextHops, tableroute.FamilyOf(h))
+		}
+	}
+	for _, h := range g.Down {
+		if !h.IsValid() || h.Zone() != "" {
+			return fail("down next hop %q is not an address", h)
 		}
 	}
 	return nil

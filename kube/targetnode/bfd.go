@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/netip"
 	"sync"
 
 	"github.com/sllbrd/sllbrd/internal/targetbfd"
@@ -19,10 +20,11 @@ import (
 // (the sandbox re-created: a new Runner starts there) and when the pod's
 // agent stops (the pod deleted, finished, or marked for the sidecar).
 type podBFD struct {
-	d    *Daemon
-	ns   *podNamespace
-	log  *slog.Logger
-	kick chan struct{}
+	d      *Daemon
+	ns     *podNamespace
+	log    *slog.Logger
+	kick   chan struct{}
+	downCh chan struct{} // DownChanged: the Runner's, relayed, or a Runner stopped
 
 	mu       sync.Mutex
 	want     []targetbfd.Gateway
@@ -34,7 +36,7 @@ type podBFD struct {
 var _ targetpod.Liveness = (*podBFD)(nil)
 
 func newPodBFD(d *Daemon, ns *podNamespace, log *slog.Logger) *podBFD {
-	return &podBFD{d: d, ns: ns, log: log, kick: make(chan struct{}, 1)}
+	return &podBFD{d: d, ns: ns, log: log, kick: make(chan struct{}, 1), downCh: make(chan struct{}, 1)}
 }
 
 // Set implements targetpod.Liveness: it never blocks.
@@ -43,6 +45,25 @@ func (p *podBFD) Set(gws []targetbfd.Gateway) {
 	p.want = gws
 	p.mu.Unlock()
 	p.wake()
+}
+
+// Down implements targetpod.Liveness: the running Runner's (none without
+// one: no session says anything).
+func (p *podBFD) Down() []netip.Addr {
+	if r := p.current(); r != nil {
+		return r.Down()
+	}
+	return nil
+}
+
+// DownChanged implements targetpod.Liveness.
+func (p *podBFD) DownChanged() <-chan struct{} { return p.downCh }
+
+func (p *podBFD) downChanged() {
+	select {
+	case p.downCh <- struct{}{}:
+	default:
+	}
 }
 
 // namespaceChanged says that the last apply found no namespace; nil-safe
@@ -64,12 +85,18 @@ func (p *podBFD) wake() {
 // then stops the Runner.
 func (p *podBFD) run(ctx context.Context) {
 	for {
+		var down <-chan struct{} // nil without a Runner: never ready
+		if r := p.current(); r != nil {
+			down = r.DownChanged()
+		}
 		select {
 		case <-ctx.Done():
 			p.stopRunner()
 			return
 		case <-p.kick:
 			p.reconcile(ctx)
+		case <-down:
+			p.downChanged()
 		}
 	}
 }
@@ -125,6 +152,7 @@ func (p *podBFD) stopRunner() {
 	p.mu.Lock()
 	p.runner, p.runnerNS = nil, nsID{}
 	p.mu.Unlock()
+	p.downChanged() // no next hop is found down any more
 	p.log.Info("the pod's BFD sessions stopped")
 }
 
@@ -140,7 +168,7 @@ func (p *podBFD) current() *targetbfd.Runner {
 
 func hasNextHop(gws []targetbfd.Gateway) bool {
 	for _, g := range gws {
-		if len(g.NextHops) > 0 {
+		if len(g.NextHops)+len(g.Down) > 0 {
 			return true
 		}
 	}

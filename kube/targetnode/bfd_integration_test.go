@@ -93,11 +93,26 @@ func testNodeBFD(t *testing.T, e *env, x *daemon) {
 			t.Errorf("the SLLBR's session %v: detection %v, want %v", k, s.DetectionTime, mult*ms*time.Millisecond)
 		}
 	}
-	// Its sessions: two Up, one Down (169.111.100.2 has no SLLBR).
+	// Its sessions: two Up, one Down (169.111.100.2 has no SLLBR), which
+	// leaves the IPv4 route once its start grace has passed (never Up), and
+	// keeps its session; the pod stays ready.
 	until(t, "the daemon's BFD sessions: 2 up, 1 down", func() bool {
 		s := x.d.BFDStats()
 		return s.Sessions[bfd.StateUp] == 2 && s.Sessions[bfd.StateDown] == 1 && s.ServerFailures == 0 && s.SessionFailures == 0
 	})
+	st := e.status("app-bfd", "169.111.100.2 left out as down", func(s targetpod.Status, _ bool) bool {
+		return len(s.Gateways) == 1 && s.Gateways[0].DownNextHops != nil
+	})
+	if g := st.Gateways[0]; !st.Ready || len(g.NextHops.IPv4) != 1 || g.NextHops.IPv4[0].String() != "169.111.100.1" ||
+		len(g.DownNextHops.IPv4) != 1 || g.DownNextHops.IPv4[0].String() != "169.111.100.2" || len(g.DownNextHops.IPv6) != 0 {
+		t.Errorf("status %+v: want ready, 169.111.100.1 routed and 169.111.100.2 down", st)
+	}
+	if r := ip(ns, "-4", "route", "show", "table", "50000"); strings.Contains(r, "169.111.100.2") || !strings.Contains(r, "169.111.100.1") {
+		t.Errorf("the pod's IPv4 routes: %s, want via 169.111.100.1 only", r)
+	}
+	if s := x.d.BFDStats(); s.LeftOut != 1 || s.Sessions[bfd.StateDown] != 1 {
+		t.Errorf("stats %+v: want 1 next hop left out, its session kept", s)
+	}
 
 	n := nEvents()
 	d2 := desiredLive(t, 2, 0, 0, hops...)

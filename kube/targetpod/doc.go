@@ -60,10 +60,16 @@
 //   - With WithLiveness, after each apply of the generation last read, the
 //     agent hands its Liveness (internal/targetbfd.Runner, or the node
 //     daemon's per pod) that generation's Gateways whose Liveness is set,
-//     each with the next hops and interfaces the kernel holds: the BFD
-//     sessions the SLLBRs' probe=bfd needs follow what is routed. An apply
-//     that read nothing changes none; a pod that is not the agent's gets
-//     none.
+//     each with the next hops and interfaces the kernel holds (and those
+//     left out as down): the BFD sessions the SLLBRs' probe=bfd needs
+//     follow what is routed. An apply that read nothing changes none; a pod
+//     that is not the agent's gets none.
+//   - The next hops its Liveness finds down are left out of the routes of
+//     the Gateways with Liveness (never every one of a family: then all
+//     stay), the same generation applied again through the one loop each
+//     time that set changes (coalesced like every Set); the status lists
+//     them apart from the next hops in the kernel (downNextHops,
+//     allNextHopsDown) and the pod stays ready.
 //   - A Configurer error wrapping ErrNoNamespace (the node daemon found no
 //     ready sandbox) is not a failure: nothing is written or counted, it is
 //     logged once, and retried with the loop's backoff and on every change

@@ -15,10 +15,45 @@ import (
 	"github.com/sllbrd/sllbrd/kube"
 )
 
-// livenessRecorder is a Liveness that records every Set.
+// livenessRecorder is a Liveness that records every Set and finds down
+// the next hops setDown gives.
 type livenessRecorder struct {
-	mu   sync.Mutex
-	sets [][]targetbfd.Gateway
+	mu     sync.Mutex
+	sets   [][]targetbfd.Gateway
+	down   []netip.Addr
+	downCh chan struct{}
+}
+
+func (r *livenessRecorder) Down() []netip.Addr {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.down
+}
+
+func (r *livenessRecorder) DownChanged() <-chan struct{} { return r.channel() }
+
+func (r *livenessRecorder) channel() chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.downCh == nil {
+		r.downCh = make(chan struct{}, 1)
+	}
+	return r.downCh
+}
+
+// setDown makes hops the next hops found down, and signals it.
+func (r *livenessRecorder) setDown(hops ...string) {
+	ch := r.channel()
+	r.mu.Lock()
+	r.down = nil
+	for _, h := range hops {
+		r.down = append(r.down, netip.MustParseAddr(h))
+	}
+	r.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
 }
 
 func (r *livenessRecorder) Set(gws []targetbfd.Gateway) {
@@ -39,6 +74,19 @@ func (r *livenessRecorder) last() []targetbfd.Gateway {
 	return r.sets[len(r.sets)-1]
 }
 
+// startLiveAgent runs a node daemon's PodAgent with liveness live until
+// the test ends.
+func startLiveAgent(t *testing.T, c targetnet.Configurer, rec *statusRecorder, live Liveness) *PodAgent {
+	t.Helper()
+	a := NewPodAgent(NodeAgent("n1"), c, rec.write, WithLogger(slog.New(slog.DiscardHandler)), WithLiveness(live),
+		WithLoopOptions(targetnet.WithBackoff(time.Millisecond, 20*time.Millisecond)))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return a
+}
+
 // desiredLiveness is generation gen of two Gateways, sllb-a asking for
 // liveness (when l is set) and sllb-b not.
 func desiredLiveness(gen int64, l *GatewayLiveness) string {
@@ -57,12 +105,7 @@ func desiredLiveness(gen int64, l *GatewayLiveness) string {
 // be read.
 func TestPodAgentHandsLivenessTheAppliedGateways(t *testing.T) {
 	c, rec, live := &fakeConfigurer{}, &statusRecorder{}, &livenessRecorder{}
-	a := NewPodAgent(NodeAgent("n1"), c, rec.write, WithLogger(slog.New(slog.DiscardHandler)), WithLiveness(live),
-		WithLoopOptions(targetnet.WithBackoff(time.Millisecond, 20*time.Millisecond)))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	a := startLiveAgent(t, c, rec, live)
 
 	a.Seen(podOf("", desiredLiveness(1, &GatewayLiveness{IntervalMilliseconds: 150, Multiplier: 4}), ""))
 	eventually(t, "a Set after the first apply", func() bool { return live.count() == 1 })

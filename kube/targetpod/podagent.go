@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -64,7 +65,9 @@ type PodAgent struct {
 	parseErr      error
 	setGen        int64 // what the loop was last given
 	setNet        targetnet.Desired
-	setLive       []Gateway // the Gateways with Liveness of setGen
+	setLive       []Gateway               // the Gateways with Liveness of setGen
+	looping       bool                    // the loop has the configuration set (not cleared)
+	loopDown      map[string][]netip.Addr // the next hops marked down in what the loop was given, by Gateway
 	outcome       *targetnet.Outcome
 	noNamespace   error  // the last apply found no namespace (ErrNoNamespace)
 	onPod         string // the status annotation on the pod as last seen or written
@@ -114,6 +117,9 @@ func (a *PodAgent) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return a.loop.Run(ctx) })
 	g.Go(func() error { a.writeStatus(ctx); return nil })
+	if a.liveness != nil {
+		g.Go(func() error { a.watchDown(ctx.Done()); return nil })
+	}
 	return g.Wait()
 }
 
@@ -139,6 +145,7 @@ func (a *PodAgent) Seen(pod *corev1.Pod) {
 	if why, report := refusal(a.mode, pod); why != "" {
 		if a.refused == "" {
 			a.loop.Clear() // do not fight the agent the pod names
+			a.looping = false
 			left := "nothing applied by this " + a.who()
 			if a.outcome != nil {
 				left = fmt.Sprintf("what this %s applied (generation %d) stays in place, neither changed nor removed", a.who(), a.outcome.Generation)
@@ -158,7 +165,7 @@ func (a *PodAgent) Seen(pod *corev1.Pod) {
 	value, set := pod.Annotations[kube.AnnotationTargetNetwork]
 	if a.read && value == a.desired {
 		if a.noNamespace != nil {
-			a.loop.Set(a.setGen, a.setNet) // the pod changed: its sandbox may be back
+			a.setLoopNet() // the pod changed: its sandbox may be back
 		}
 		return
 	}
@@ -180,7 +187,7 @@ func (a *PodAgent) Seen(pod *corev1.Pod) {
 
 func (a *PodAgent) setLoop(gen int64, d targetnet.Desired, live []Gateway) {
 	a.setGen, a.setNet, a.setLive = gen, d, live
-	a.loop.Set(gen, d)
+	a.setLoopNet()
 }
 
 // applied takes the outcome of an apply.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -42,8 +43,19 @@ func (f *fakeConfigurer) Apply(d targetnet.Desired) (targetnet.Result, error) {
 	}
 	var res targetnet.Result
 	for _, g := range d.Gateways {
-		res.Gateways = append(res.Gateways, targetnet.GatewayResult{Name: g.Name, Table: g.Table, VIPs: g.VIPs, NextHops: g.NextHops,
-			Interfaces: map[targetnet.Family]string{targetnet.IPv4: "net1"}})
+		gr := targetnet.GatewayResult{Name: g.Name, Table: g.Table, VIPs: g.VIPs, NextHops: g.NextHops,
+			Interfaces: map[targetnet.Family]string{targetnet.IPv4: "net1"}}
+		// As targetnet (one family here): the next hops marked down leave
+		// the route, unless all of them are down.
+		live := slices.DeleteFunc(slices.Clone(g.NextHops), func(h netip.Addr) bool { return slices.Contains(g.Down, h) })
+		switch {
+		case len(live) == 0 && len(g.NextHops) > 0:
+			gr.AllDown = []targetnet.Family{targetnet.IPv4}
+		case len(live) < len(g.NextHops):
+			gr.NextHops = live
+			gr.Down = slices.DeleteFunc(slices.Clone(g.NextHops), func(h netip.Addr) bool { return slices.Contains(live, h) })
+		}
+		res.Gateways = append(res.Gateways, gr)
 	}
 	return res, nil
 }

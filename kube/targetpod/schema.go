@@ -102,6 +102,15 @@ type GatewayStatus struct {
 	// KeptNextHops lists the families whose desired next hops are empty:
 	// the last ones stay in place.
 	KeptNextHops []string `json:"keptNextHops,omitempty"`
+	// DownNextHops are desired next hops left out of the routes (so not in
+	// NextHops) because their BFD session with the pod is down (Gateways
+	// with liveness only); absent when there are none. The pod stays
+	// ready: the replies take the other next hops.
+	DownNextHops *NextHops `json:"downNextHops,omitempty"`
+	// AllNextHopsDown lists the families ("ipv4", "ipv6") whose desired
+	// next hops all have their BFD session down: all stay in the routes
+	// (never none).
+	AllNextHopsDown []string `json:"allNextHopsDown,omitempty"`
 }
 
 // Status is the value of kube.AnnotationTargetNetworkStatus.
@@ -192,6 +201,13 @@ func StatusOf(generation int64, res targetnet.Result, err error) Status {
 		}
 		for _, f := range g.Kept {
 			gs.KeptNextHops = append(gs.KeptNextHops, f.String())
+		}
+		if len(g.Down) > 0 {
+			down := nextHopsOf(g.Down)
+			gs.DownNextHops = &down
+		}
+		for _, f := range g.AllDown {
+			gs.AllNextHopsDown = append(gs.AllNextHopsDown, f.String())
 		}
 		s.Gateways = append(s.Gateways, gs)
 	}
