@@ -40,27 +40,54 @@ type adminBackend struct {
 
 var _ admin.Backend = (*adminBackend)(nil)
 
-// kernelCounts is what the kernel path counted (dataplane.KernelStats):
-// show adds it to the engine's counts, as the metrics do, so a route or
-// endpoint reports its packets whichever path decided them.
+// kernelCounts is the engine's counters with the kernel path's added
+// (dataplane.KernelStats), as the metrics read them, so that a route or
+// endpoint reports its packets whichever path decided them. Each call
+// reads the kernel's counter objects once (one netlink dump): show makes
+// one call per request and looks every route and endpoint address up in
+// it, never one read per address (at 1,000 dual-stack endpoints, one dump
+// per address took show past its 10 s timeout).
 type kernelCounts interface {
-	RouteCount(route, service string) dataplane.Count
-	EndpointCount(service string, id int, addr string) dataplane.Count
+	EachRoute(f func(route, service string, c dataplane.Count))
+	EachEndpoint(f func(service string, id int, addr string, c dataplane.Count))
 }
 
-func (b *adminBackend) routeCount(route, service string, c dataplane.Count) dataplane.Count {
-	if b.kernel != nil {
-		k := b.kernel.RouteCount(route, service)
-		c.Packets, c.Bytes = c.Packets+k.Packets, c.Bytes+k.Bytes
+// endpointKey names an endpoint address's counter.
+type endpointKey struct {
+	service string
+	id      int
+	addr    string
+}
+
+// routeCounts reads every route's count once; nil without the kernel path
+// (the engine's own counts, in Inspect, are then complete).
+func (b *adminBackend) routeCounts() map[[2]string]dataplane.Count {
+	if b.kernel == nil {
+		return nil
 	}
-	return c
+	out := map[[2]string]dataplane.Count{}
+	b.kernel.EachRoute(func(route, service string, c dataplane.Count) { out[[2]string{route, service}] = c })
+	return out
 }
 
-func (b *adminBackend) endpointCount(service string, id int, f *dataplane.EndpointFamilyView) dataplane.Count {
-	c := f.Count
-	if b.kernel != nil {
-		k := b.kernel.EndpointCount(service, id, f.Addr.String())
-		c.Packets, c.Bytes = c.Packets+k.Packets, c.Bytes+k.Bytes
+// endpointCounts reads every endpoint address's count once, as routeCounts.
+func (b *adminBackend) endpointCounts() map[endpointKey]dataplane.Count {
+	if b.kernel == nil {
+		return nil
+	}
+	out := map[endpointKey]dataplane.Count{}
+	b.kernel.EachEndpoint(func(service string, id int, addr string, c dataplane.Count) {
+		out[endpointKey{service, id, addr}] = c
+	})
+	return out
+}
+
+// countOf returns counts[key], or the engine's own count c when counts
+// does not hold key (no kernel path, or a route or address committed
+// between the two reads).
+func countOf[K comparable](counts map[K]dataplane.Count, key K, c dataplane.Count) dataplane.Count {
+	if k, ok := counts[key]; ok {
+		return k
 	}
 	return c
 }
@@ -68,9 +95,10 @@ func (b *adminBackend) endpointCount(service string, id int, f *dataplane.Endpoi
 func (b *adminBackend) Routes(context.Context) (admin.Routes, error) {
 	in := b.engine.Inspect()
 	out := admin.Routes{Generation: in.Generation, Routes: []admin.Route{}}
+	counts := b.routeCounts()
 	for _, rv := range in.Routes {
 		r := rv.Route
-		c := b.routeCount(r.Name, r.Service, rv.Count)
+		c := countOf(counts, [2]string{r.Name, r.Service}, rv.Count)
 		out.Routes = append(out.Routes, admin.Route{Name: r.Name, Priority: r.Priority, Service: r.Service,
 			ServiceFound: rv.ServiceFound, Destinations: prefixAddrs(r),
 			Sources: nonNil(r.Sources), Protocols: texts(r.Protocols, model.Protocol.String),
@@ -87,6 +115,7 @@ func (b *adminBackend) Services(context.Context) (admin.Services, error) {
 		lv = b.liveness()
 	}
 	now := b.now()
+	counts := b.endpointCounts()
 	out := admin.Services{Generation: in.Generation, Services: []admin.Service{}}
 	for _, sv := range in.Services {
 		svc := admin.Service{Name: sv.Name, MaxEndpoints: sv.MaxEndpoints, SCTPHashPorts: sv.SCTPHashPorts,
@@ -95,7 +124,7 @@ func (b *adminBackend) Services(context.Context) (admin.Services, error) {
 			Liveness: serviceLiveness(lv.services[sv.Name])}
 		for _, ep := range sv.Endpoints {
 			addr := func(f *dataplane.EndpointFamilyView, size int) *admin.EndpointAddress {
-				a := b.endpointAddress(sv.Name, ep.ID, f, size)
+				a := endpointAddress(counts, sv.Name, ep.ID, f, size)
 				if a != nil {
 					a.Liveness = addressLiveness(lv, sv.Name, a.Address, now)
 				}
@@ -109,11 +138,11 @@ func (b *adminBackend) Services(context.Context) (admin.Services, error) {
 	return out, nil
 }
 
-func (b *adminBackend) endpointAddress(service string, id int, f *dataplane.EndpointFamilyView, size int) *admin.EndpointAddress {
+func endpointAddress(counts map[endpointKey]dataplane.Count, service string, id int, f *dataplane.EndpointFamilyView, size int) *admin.EndpointAddress {
 	if f == nil {
 		return nil
 	}
-	c := b.endpointCount(service, id, f)
+	c := countOf(counts, endpointKey{service, id, f.Addr.String()}, f.Count)
 	return &admin.EndpointAddress{Address: f.Addr, Ready: f.Ready, Entries: f.Entries, Share: share(f.Entries, size),
 		Packets: c.Packets, Bytes: c.Bytes}
 }

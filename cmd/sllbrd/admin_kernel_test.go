@@ -2,27 +2,40 @@ package main
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/sllbrd/sllbrd/dataplane"
+	"github.com/sllbrd/sllbrd/internal/admin"
 )
 
-// fakeKernelCounts counts one route and one endpoint address as the kernel
-// path would.
-type fakeKernelCounts struct{}
-
-func (fakeKernelCounts) RouteCount(route, service string) dataplane.Count {
-	if route == "default/web" && service == "service-a" {
-		return dataplane.Count{Packets: 1000, Bytes: 64000}
-	}
-	return dataplane.Count{}
+// fakeKernelCounts is the engine's counters with one route's and one
+// endpoint address's kernel counts added, as dataplane.KernelStats adds
+// the kernel path's; reads counts its calls, each of which is one read of
+// the kernel's counters (a netlink dump) in KernelStats.
+type fakeKernelCounts struct {
+	engine *dataplane.Engine
+	reads  int
 }
 
-func (fakeKernelCounts) EndpointCount(service string, id int, addr string) dataplane.Count {
-	if service == "service-a" && id == 1 && addr == "fd00:100::11" {
-		return dataplane.Count{Packets: 700, Bytes: 44800}
-	}
-	return dataplane.Count{}
+func (f *fakeKernelCounts) EachRoute(fn func(route, service string, c dataplane.Count)) {
+	f.reads++
+	f.engine.EachRoute(func(route, service string, c dataplane.Count) {
+		if route == "default/web" && service == "service-a" {
+			c.Packets, c.Bytes = c.Packets+1000, c.Bytes+64000
+		}
+		fn(route, service, c)
+	})
+}
+
+func (f *fakeKernelCounts) EachEndpoint(fn func(service string, id int, addr string, c dataplane.Count)) {
+	f.reads++
+	f.engine.EachEndpoint(func(service string, id int, addr string, c dataplane.Count) {
+		if service == "service-a" && id == 1 && addr == "fd00:100::11" {
+			c.Packets, c.Bytes = c.Packets+700, c.Bytes+44800
+		}
+		fn(service, id, addr, c)
+	})
 }
 
 // TestShowAddsTheKernelPathsCounts: with the kernel path, show reports a
@@ -30,7 +43,8 @@ func (fakeKernelCounts) EndpointCount(service string, id int, addr string) datap
 func TestShowAddsTheKernelPathsCounts(t *testing.T) {
 	ctx := context.Background()
 	_, plain := goldenDaemon(t)
-	_, withKernel := goldenDaemon(t, func(b *adminBackend) { b.kernel = fakeKernelCounts{} })
+	kernel := &fakeKernelCounts{}
+	_, withKernel := goldenDaemon(t, func(b *adminBackend) { kernel.engine = b.engine; b.kernel = kernel })
 	r0, err := plain.Routes(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -73,5 +87,39 @@ func TestShowAddsTheKernelPathsCounts(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("the golden state has no service-a endpoint 1 with an IPv6 address")
+	}
+}
+
+// TestShowReadsTheKernelsCountersOncePerRequest: show services and show
+// routes read the kernel's counters once per request, however many
+// endpoint addresses and routes they show (one read per address made show
+// time out at 1,000 dual-stack endpoints).
+func TestShowReadsTheKernelsCountersOncePerRequest(t *testing.T) {
+	ctx := context.Background()
+	kernel := &fakeKernelCounts{}
+	_, b := goldenDaemon(t, func(b *adminBackend) { kernel.engine = b.engine; b.kernel = kernel })
+	for range 2 {
+		before := kernel.reads
+		svcs, err := b.Services(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addresses := 0
+		for _, svc := range svcs.Services {
+			for _, ep := range svc.Endpoints {
+				addresses += len(slices.DeleteFunc([]*admin.EndpointAddress{ep.IPv4, ep.IPv6}, func(a *admin.EndpointAddress) bool { return a == nil }))
+			}
+		}
+		if addresses < 4 || kernel.reads-before != 1 {
+			t.Errorf("show services of %d endpoint addresses read the kernel's counters %d times, want once (and at least 4 addresses)", addresses, kernel.reads-before)
+		}
+		before = kernel.reads
+		routes, err := b.Routes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(routes.Routes) < 2 || kernel.reads-before != 1 {
+			t.Errorf("show routes of %d routes read the kernel's counters %d times, want once (and at least 2 routes)", len(routes.Routes), kernel.reads-before)
+		}
 	}
 }
