@@ -27,7 +27,10 @@ const scaleApplySlack = time.Second
 // Service of -scale.endpoints dual-stack endpoints (2,000 addresses probed
 // at the default 200 ms × 4) to the lab's three targets, many addresses
 // each. It measures how long sllbrd takes to program the Service and find
-// every address alive, and its CPU at rest with liveness on and off. Then
+// every address alive, that show services and show routes answer within
+// scaleShowLimit, and its CPU at rest with liveness on, with the policy
+// routing's skip rules deleted (which must cost more) and with liveness
+// off. Then
 // t2's link goes down, taking a tenth of the endpoints with it. The prober
 // finds their addresses dead over up to an interval (each at its own
 // phase), so several applies take them out; the test checks that exactly
@@ -75,11 +78,18 @@ func TestIntegrationLivenessScale(t *testing.T) {
 		n, programmed.Round(time.Millisecond), time.Since(started).Round(time.Millisecond))
 	ref := newScaleReference(t, n)
 	checkScaleLookup(t, inst, ref, n)
+	checkScaleShow(t, inst, n)
 
 	on := measureSllbrdRest(t, inst, *scaleRest)
 	want := float64(2*n) / labInterval.Seconds()
 	if on.probes < want*0.95 || on.probes > want*1.05 {
 		t.Errorf("at rest: %.0f probes/s, want %.0f (one per address per interval)", on.probes, want)
+	}
+	noSkip := measureWithoutSkipRules(t, l, inst, *scaleRest)
+	t.Logf("sllbrd at rest with %d endpoint addresses probed: %.1f m of CPU with the skip rules, %.1f m without them (%.2f x)",
+		2*n, on.milli, noSkip.milli, on.milli/noSkip.milli)
+	if on.milli >= noSkip.milli {
+		t.Errorf("sllbrd at rest: %.1f m with the skip rules, %.1f m without: want less with them", on.milli, noSkip.milli)
 	}
 
 	// t2 dies: its flows move to the targets explain names, nothing else.

@@ -11,6 +11,7 @@ import (
 
 type desiredState struct {
 	catchAll       []Rule // one per family: fwmark Marks.Value/Marks.Mask blackhole
+	skip           []Rule // one per family: not fwmark Marks.Value/Marks.Mask goto the from-VIP rules
 	rules          []Rule
 	routes         []Route
 	endpointTables map[uint32]uint32 // table -> the mark routed by it
@@ -24,6 +25,8 @@ func (rc *Reconciler) desired(endpoints []EndpointRoute, paths []ReturnPath) (de
 	for _, fam := range []Family{IPv4, IPv6} {
 		d.catchAll = append(d.catchAll, Rule{Family: fam, Priority: rc.ranges.Priorities.Min + catchAllRuleOffset,
 			Mark: rc.ranges.Marks.Value, Mask: rc.ranges.Marks.Mask, Blackhole: true})
+		d.skip = append(d.skip, Rule{Family: fam, Priority: rc.ranges.skipPriority(), Invert: true,
+			Mark: rc.ranges.Marks.Value, Mask: rc.ranges.Marks.Mask, Goto: rc.ranges.Priorities.Min + fromVIPRuleOffset})
 	}
 	var errs []error
 	links := map[string]uint32{}

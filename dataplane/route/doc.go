@@ -9,6 +9,21 @@
 //     Ranges.Priorities.Min+1, after the fwmark rules: a packet carrying a
 //     mark of the block that has no rule of its own is dropped, never routed
 //     by the main table;
+//   - always, per family: the skip rule "ip rule not fwmark VALUE/MASK goto
+//     Min+2" at priority Ranges.Priorities.Min-1, just before the fwmark
+//     rules. It changes no packet's route: a packet without a mark of the
+//     block can match neither an exact-mark rule of the block nor the
+//     catch-all, so it continues at Min+2 whether it walks them or not. It
+//     spares every such packet (replies from targets, the SLLBR's own
+//     traffic: probes, BGP, BFD, and their replies, each route lookup and
+//     source validation) the walk over one rule per endpoint: at 1,000
+//     endpoints that walk was 40 % of sllbrd's CPU at rest (see
+//     docs/performance.md). While no rule has priority Min+2 (no return
+//     path) the kernel leaves the goto unresolved and skips it, as if it
+//     were absent (6.18: such packets walk on to the main table); it is
+//     resolved as soon as a rule at Min+2 is added, and unresolved again
+//     when the last goes. Rules other programs put at Min..Min+1 are
+//     skipped by packets outside the block too: those priorities are ours;
 //   - per EndpointRoute: "ip rule fwmark MARK lookup TABLE" (exact mark) at
 //     priority Ranges.Priorities.Min, in the family of Via, and
 //     "default via VIA dev INTERFACE" (metric GatewayMetric) in TABLE, plus
@@ -24,10 +39,10 @@
 //     BlackholeMetric, so that VIP-sourced traffic is dropped, never routed
 //     by the main table, when no gateway is up.
 //
-// Two phases. Add installs the catch-all first, then creates or replaces
-// the desired routes and adds the desired rules; it deletes nothing. Prune
-// deletes our rules, then our routes, that the desired set does not hold;
-// it keeps the catch-all. A caller that switches packets to a new set of
+// Two phases. Add installs the catch-all first, then the skip rules,
+// then creates or replaces the desired routes and adds the desired rules;
+// it deletes nothing. Prune deletes our rules, then our routes, that the
+// desired set does not hold; it keeps the catch-all and the skip rules. A caller that switches packets to a new set of
 // marks calls Add, switches (commits its snapshot), and calls Prune only for
 // marks no packet can carry any more: dataplane.Programmer keeps a removed
 // endpoint's route in the desired set for a grace period first. A mark
@@ -35,7 +50,8 @@
 // neighbour entry of the old gateway on the old interface is flushed.
 // Cleanup deletes all of ours, the catch-all last. Add wraps
 // ErrNoCatchAll when the catch-all could not be confirmed in place: the
-// caller must then queue nothing new.
+// caller must then queue nothing new (a missing skip rule is reported,
+// not as ErrNoCatchAll: without it packets are routed the same, slower).
 //
 // No window without a route. A changed route (an endpoint's new gateway,
 // a return path's new set of gateways: one to several, several to others,
@@ -53,13 +69,23 @@
 //
 // Ownership. Only objects in our ranges are ever changed: a rule is ours
 // when its priority is in Ranges.Priorities and it either looks up a table
-// in Ranges.Tables or is a blackhole rule; a route is ours when its table
-// is in Ranges.Tables. Ours but not desired is deleted by Prune (on the
-// first Prune of a process this removes what a previous run left);
-// everything else is never touched. Marks and tables given by the caller
-// must lie in Ranges.Marks and Ranges.Tables. DefaultRanges: the mark block
-// 0x10000/0xffff0000 (marks 65536-131071), tables 65536-131071 and rule
-// priorities 10000-10099 (before the main table's rule at 32766, after the
+// in Ranges.Tables or is a blackhole rule, or when it is at the skip
+// rule's priority (Min-1), selects a fwmark (inverted or not) and nothing
+// else, and goes to a priority in Ranges.Priorities; a route is ours when
+// its table is in Ranges.Tables. Ours but not desired is deleted by Prune
+// (on the first Prune of a process this removes what a previous run left);
+// everything else is never touched. A skip rule left behind by a run
+// whose Reconciler does not own that priority (a downgrade to a version
+// without it) is harmless: the rules it skips only match marked packets of
+// the block, which it does not skip, so every packet is routed as without
+// it. The kernel tells rules apart, when it deletes one or refuses one as
+// existing, by fewer attributes than a Rule has (not by a goto's target
+// nor by "not"): another goto in the skip rule's place makes Add report
+// the skip rule refused; Prune deletes the other and the next Add adds it.
+// Marks and tables given by the caller must lie in Ranges.Marks and
+// Ranges.Tables. DefaultRanges: the mark block 0x10000/0xffff0000 (marks
+// 65536-131071), tables 65536-131071 and rule priorities 10000-10099, and
+// 9999 for the skip rule (before the main table's rule at 32766, after the
 // local table's at 0).
 //
 // Add and Prune are idempotent. Rules are deleted before routes, so a rule
@@ -81,7 +107,8 @@
 // changed before an Add is seen and repaired by it, as with a listing
 // every time. The last listing is not used when a deletion of ours could
 // act on another object than the one it names (one of our rules or
-// routes listed twice, a foreign rule at our priorities): then every
+// routes listed twice or two rules the kernel's deletion cannot tell
+// apart, a foreign rule at our priorities or the skip rule's): then every
 // Add and Prune lists. Nor is a listing older than DefaultMaxListingAge
 // (WithMaxListingAge), shorter than the daemon's resync: every resync
 // still compares with the kernel itself, so a difference that no

@@ -20,7 +20,8 @@ func (l *listings) Rules() ([]Rule, error) { l.count++; return l.NetlinkKernel.R
 // nothing do not list the kernel (the Reconciler's own changes are not
 // taken for changes elsewhere), and after each change someone else makes
 // to our rules and routes (a rule or route deleted, a route replaced, a
-// stale rule and route added, the IPv4 routes of a link flushed by the
+// stale rule and route added, a skip rule deleted, another block's added,
+// the IPv4 routes of a link flushed by the
 // kernel when it goes down, without a route notification), the next Add
 // and Prune bring back exactly the state before.
 func TestIntegrationRepairsChangesElsewhere(t *testing.T) {
@@ -72,6 +73,8 @@ func TestIntegrationRepairsChangesElsewhere(t *testing.T) {
 		"route replace default table 65792 metric 100 via 10.2.0.9 dev l1",
 		"-6 route replace blackhole default table 65538 metric 100",
 		"rule add pref 10000 fwmark 0x10009 lookup 65545; route add default via 10.1.0.9 table 65545",
+		"rule del pref 9999 not fwmark 0x10000/0xffff0000 goto 10002",
+		"-6 rule del pref 9999 not fwmark 0x10000/0xffff0000 goto 10002; -6 rule add pref 9999 not fwmark 0x20000/0xffff0000 goto 10002",
 		"link set l0 down; link set l0 up",
 	} {
 		for _, c := range strings.Split(change, "; ") {

@@ -54,8 +54,8 @@ func (f *fakeKernel) AddRule(r Rule) error {
 	if err := f.do("add " + r.String()); err != nil {
 		return err
 	}
-	if slices.Contains(f.rules, r) {
-		return errors.New("EEXIST")
+	if slices.ContainsFunc(f.rules, func(o Rule) bool { return deletionKey(o) == deletionKey(r) }) {
+		return errors.New("EEXIST") // as the kernel: a goto's target and "not" do not tell rules apart
 	}
 	f.rules = append(f.rules, r)
 	return nil
@@ -65,7 +65,7 @@ func (f *fakeKernel) DeleteRule(r Rule) error {
 	if err := f.do("del " + r.String()); err != nil {
 		return err
 	}
-	i := slices.Index(f.rules, r)
+	i := slices.IndexFunc(f.rules, func(o Rule) bool { return deletionKey(o) == deletionKey(r) })
 	if i < 0 {
 		return errors.New("ENOENT")
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sllbrd/sllbrd/internal/harness/netns"
+	"github.com/sllbrd/sllbrd/internal/harness/require"
 )
 
 // ipJSON runs "ip -j ARGS" in ns and renders each object as the listed
@@ -34,7 +35,11 @@ func ipJSON(t *testing.T, ns, args string, fields ...string) []string {
 		var parts []string
 		for _, f := range fields {
 			v, ok := o[f]
-			if !ok {
+			switch {
+			case !ok:
+				continue
+			case v == nil: // a flag, such as a rule's "not"
+				parts = append(parts, f)
 				continue
 			}
 			if hops, ok := v.([]any); ok && f == "nexthops" {
@@ -54,7 +59,7 @@ func ipJSON(t *testing.T, ns, args string, fields ...string) []string {
 	return out
 }
 
-var ruleFields = []string{"priority", "src", "srclen", "fwmark", "fwmask", "table", "action"}
+var ruleFields = []string{"priority", "not", "src", "srclen", "fwmark", "fwmask", "table", "action", "goto"}
 var routeFields = []string{"type", "dst", "gateway", "dev", "metric", "nexthops"}
 
 func rulesIn(t *testing.T, ns string) []string {
@@ -105,6 +110,18 @@ func setupLinks(t *testing.T, ns string) {
 	}
 }
 
+// forwardingLinks is a namespace with setupLinks' links and rules that
+// forwards both families.
+func forwardingLinks(t *testing.T, prefix string) (ns string, fd int) {
+	t.Helper()
+	require.Root(t)
+	require.Programs(t, "ip")
+	ns, fd = netns.New(t, prefix)
+	setupLinks(t, ns)
+	netns.In(t, ns, "sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1")
+	return ns, fd
+}
+
 // baseRules are the namespace's own rules and the foreign ones of setupLinks.
 var baseRules = []string{
 	"priority=0 src=all table=local", "priority=0 src=all table=local",
@@ -114,10 +131,13 @@ var baseRules = []string{
 	"priority=501 src=all fwmark=0x30000 fwmask=0xffff0000 action=blackhole",
 }
 
-// catchAllRules are the catch-all blackhole rules of DefaultRanges, as ip shows them.
+// catchAllRules are the catch-all blackhole and the skip rules of
+// DefaultRanges, as ip shows them.
 var catchAllRules = []string{
 	"priority=10001 src=all fwmark=0x10000 fwmask=0xffff0000 action=blackhole",
 	"priority=10001 src=all fwmark=0x10000 fwmask=0xffff0000 action=blackhole",
+	"priority=9999 not src=all fwmark=0x10000 fwmask=0xffff0000 goto=10002",
+	"priority=9999 not src=all fwmark=0x10000 fwmask=0xffff0000 goto=10002",
 }
 
 // routeGet asks the kernel how a packet from src arriving on p0 with mark
@@ -148,9 +168,7 @@ func expectBlackholed(t *testing.T, ns, src string, mark uint32) {
 }
 
 func TestIntegrationReconcile(t *testing.T) {
-	ns, fd := netns.New(t, "sllbrd-k-rt")
-	setupLinks(t, ns)
-	netns.Run(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1")
+	ns, fd := forwardingLinks(t, "sllbrd-k-rt")
 	k, err := NewNetlinkKernel(fd)
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +266,7 @@ func TestIntegrationReconcile(t *testing.T) {
 	}
 	expectLines(t, "rules after empty", rulesIn(t, ns), append(slices.Clone(baseRules), catchAllRules...))
 	expectBlackholed(t, ns, "fd01::50", 0x10002)
-	// Cleanup: the catch-all goes too.
+	// Cleanup: the catch-all and the skip rules go too.
 	if err := rc.Cleanup(); err != nil {
 		t.Fatalf("Cleanup: %v", err)
 	}

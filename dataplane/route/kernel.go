@@ -23,16 +23,20 @@ const (
 )
 
 // Rule is a policy routing rule as this package sees it: packets matching
-// Mark/Mask (when Mark is non-zero) and Src (when valid) look up Table, or
-// are dropped when Blackhole is set (action blackhole, Table 0).
+// Mark/Mask (when Mark is non-zero) and Src (when valid), or with Invert
+// the packets that do not match them, look up Table, or are dropped when
+// Blackhole is set (action blackhole, Table 0), or continue at the first
+// rule of priority Goto when it is non-zero (action goto, Table 0).
 type Rule struct {
 	Family    Family
 	Priority  uint32
+	Invert    bool // "not": only with Goto (an inverted lookup or blackhole is never ours)
 	Mark      uint32
 	Mask      uint32 // with Mark; 0xffffffff for one mark
 	Src       netip.Prefix
 	Table     uint32
 	Blackhole bool
+	Goto      uint32
 }
 
 // exactMask selects one fwmark.
@@ -41,6 +45,9 @@ const exactMask = 0xffffffff
 func (r Rule) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "rule %s pref %d", r.Family, r.Priority)
+	if r.Invert {
+		b.WriteString(" not")
+	}
 	if r.Mark != 0 {
 		fmt.Fprintf(&b, " fwmark %#x", r.Mark)
 		if r.Mask != exactMask {
@@ -50,9 +57,12 @@ func (r Rule) String() string {
 	if r.Src.IsValid() {
 		fmt.Fprintf(&b, " from %s", r.Src)
 	}
-	if r.Blackhole {
+	switch {
+	case r.Blackhole:
 		b.WriteString(" blackhole")
-	} else {
+	case r.Goto != 0:
+		fmt.Fprintf(&b, " goto %d", r.Goto)
+	default:
 		fmt.Fprintf(&b, " lookup %d", r.Table)
 	}
 	return b.String()

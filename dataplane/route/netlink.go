@@ -66,9 +66,12 @@ func (k *NetlinkKernel) LinkIndex(name string) (uint32, error) {
 	return 0, fmt.Errorf("no such interface")
 }
 
-// Rules implements Kernel; rules with actions other than "lookup" and
-// "blackhole", or with selectors we do not use, are returned with a zero
-// Table and Blackhole unset, so they are never mistaken for ours.
+// Rules implements Kernel; rules with actions other than "lookup",
+// "blackhole" and "goto", with selectors we do not use, or inverted
+// (other than a goto), are returned with a zero Table and Goto and
+// Blackhole unset, so they are never mistaken for ours. A goto whose
+// target priority has no rule (the kernel flags it unresolved and skips
+// it) is listed as any other.
 func (k *NetlinkKernel) Rules() ([]Rule, error) {
 	msgs, err := k.rt.Rule.List()
 	if err != nil {
@@ -88,7 +91,8 @@ func ruleFromMessage(m rtnetlink.RuleMessage) (Rule, bool) {
 	if a == nil || (m.Family != unix.AF_INET && m.Family != unix.AF_INET6) {
 		return Rule{}, false
 	}
-	r := Rule{Family: IPv4, Table: uint32(m.Table), Blackhole: m.Action == unix.FR_ACT_BLACKHOLE}
+	r := Rule{Family: IPv4, Table: uint32(m.Table), Blackhole: m.Action == unix.FR_ACT_BLACKHOLE,
+		Invert: m.Flags&unix.FIB_RULE_INVERT != 0}
 	if m.Family == unix.AF_INET6 {
 		r.Family = IPv6
 	}
@@ -97,6 +101,9 @@ func ruleFromMessage(m rtnetlink.RuleMessage) (Rule, bool) {
 	}
 	if a.Table != nil {
 		r.Table = *a.Table
+	}
+	if m.Action == unix.FR_ACT_GOTO && a.Goto != nil {
+		r.Goto = *a.Goto
 	}
 	if a.FwMark != nil {
 		r.Mark, r.Mask = *a.FwMark, exactMask
@@ -109,12 +116,13 @@ func ruleFromMessage(m rtnetlink.RuleMessage) (Rule, bool) {
 			r.Src = netip.PrefixFrom(ip.Unmap(), int(m.SrcLength))
 		}
 	}
-	foreign := (m.Action != unix.FR_ACT_TO_TBL && m.Action != unix.FR_ACT_BLACKHOLE) || m.DstLength != 0 || m.TOS != 0 ||
+	action := m.Action == unix.FR_ACT_TO_TBL || m.Action == unix.FR_ACT_BLACKHOLE || r.Goto != 0
+	foreign := !action || r.Invert && r.Goto == 0 || m.DstLength != 0 || m.TOS != 0 ||
 		a.IIFName != nil || a.OIFName != nil ||
 		a.IPProto != nil || a.SPortRange != nil || a.DPortRange != nil || a.UIDRange != nil ||
-		a.SuppressPrefixLen != nil && *a.SuppressPrefixLen != 0xffffffff || m.Flags&unix.FIB_RULE_INVERT != 0
+		a.SuppressPrefixLen != nil && *a.SuppressPrefixLen != 0xffffffff
 	if foreign {
-		r.Table, r.Blackhole = 0, false
+		r.Table, r.Blackhole, r.Goto, r.Invert = 0, false, 0, false
 	}
 	return r, true
 }
@@ -123,14 +131,21 @@ func ruleMessage(r Rule) *rtnetlink.RuleMessage {
 	prio := r.Priority
 	m := &rtnetlink.RuleMessage{Family: tableroute.AF(r.Family), Action: unix.FR_ACT_TO_TBL,
 		Attributes: &rtnetlink.RuleAttributes{Priority: &prio}}
-	if r.Blackhole {
+	switch {
+	case r.Blackhole:
 		m.Action = unix.FR_ACT_BLACKHOLE
-	} else {
+	case r.Goto != 0:
+		target := r.Goto
+		m.Action, m.Attributes.Goto = unix.FR_ACT_GOTO, &target
+	default:
 		table := r.Table
 		m.Attributes.Table = &table
 		if table < 256 {
 			m.Table = uint8(table)
 		}
+	}
+	if r.Invert {
+		m.Flags |= unix.FIB_RULE_INVERT
 	}
 	if r.Mark != 0 {
 		mark, mask := r.Mark, r.Mask

@@ -12,8 +12,9 @@ import (
 type observed struct {
 	rules  map[Rule]bool
 	routes map[tableroute.Key]Route
-	// exact: the listing held no rule or route of ours twice and no
-	// foreign rule at our priorities, so each of our changes acts on
+	// exact: the listing held no rule or route of ours twice (for rules:
+	// no two the kernel's deletion cannot tell apart, see deletionKey)
+	// and no foreign rule at our priorities, so each of our changes acts on
 	// exactly the object it names (a deletion selects by fewer attributes
 	// than a rule has, and by key for a route), and the listing updated
 	// by our changes is the kernel's state.
@@ -57,12 +58,13 @@ func (rc *Reconciler) list() (observed, error) {
 	if err != nil {
 		return o, fmt.Errorf("list rules: %w", err)
 	}
+	selected := map[Rule]bool{}
 	for _, r := range rules {
 		switch {
 		case rc.ours(r):
-			o.exact = o.exact && !o.rules[r]
-			o.rules[r] = true
-		case rc.ranges.Priorities.Contains(r.Priority):
+			o.exact = o.exact && !selected[deletionKey(r)]
+			o.rules[r], selected[deletionKey(r)] = true, true
+		case rc.ranges.Priorities.Contains(r.Priority) || r.Priority == rc.ranges.skipPriority():
 			o.exact = false
 		}
 	}
@@ -81,9 +83,23 @@ func (rc *Reconciler) list() (observed, error) {
 }
 
 // ours reports whether r is in our ranges: its priority is ours and it
-// either looks up one of our tables or is a blackhole rule.
+// either looks up one of our tables or is a blackhole rule; or it is a
+// skip rule: at the priority just before ours, a fwmark rule (inverted or
+// not, no other selector) that goes to one of our priorities.
 func (rc *Reconciler) ours(r Rule) bool {
-	return rc.ranges.Priorities.Contains(r.Priority) && (r.Blackhole || rc.ranges.Tables.Contains(r.Table))
+	if r.Priority == rc.ranges.skipPriority() {
+		return r.Goto != 0 && rc.ranges.Priorities.Contains(r.Goto) && r.Mark != 0 && !r.Src.IsValid()
+	}
+	return rc.ranges.Priorities.Contains(r.Priority) && r.Goto == 0 && (r.Blackhole || rc.ranges.Tables.Contains(r.Table))
+}
+
+// deletionKey is what the kernel tells rules apart by when it deletes one
+// (and when it refuses to add one as existing): not a goto's target nor
+// the inversion (measured on 6.18: deleting "not fwmark X goto 10002"
+// removes "fwmark X goto 10003" at the same priority).
+func deletionKey(r Rule) Rule {
+	r.Goto, r.Invert = 0, false
+	return r
 }
 
 // The kernel calls of Add, Prune and Cleanup: each records its outcome in

@@ -3,6 +3,7 @@ package route
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sllbrd/sllbrd/internal/tableroute"
@@ -59,11 +60,11 @@ func (rc *Reconciler) Ranges() Ranges { return rc.ranges }
 // table would be routed by the main table, so nothing must be newly queued.
 var ErrNoCatchAll = errors.New("catch-all blackhole rule for the mark block not in place")
 
-// Add is the first phase: it installs the catch-all blackhole rules, then
-// creates or replaces the routes and adds the rules of endpoints and paths.
-// It deletes nothing, so objects of a previous Add that are not given again
-// stay until Prune. Invalid or conflicting objects are skipped and
-// reported; the rest is applied.
+// Add is the first phase: it installs the catch-all blackhole rules and
+// the skip rules, then creates or replaces the routes and adds the rules
+// of endpoints and paths. It deletes nothing, so objects of a previous Add
+// that are not given again stay until Prune. Invalid or conflicting
+// objects are skipped and reported; the rest is applied.
 func (rc *Reconciler) Add(endpoints []EndpointRoute, paths []ReturnPath) error {
 	want, errs := rc.desired(endpoints, paths)
 	have, err := rc.observe()
@@ -74,6 +75,13 @@ func (rc *Reconciler) Add(endpoints []EndpointRoute, paths []ReturnPath) error {
 		if !have.rules[r] {
 			if err := rc.addRule(r); err != nil {
 				errs = append(errs, fmt.Errorf("%w: add %s: %w", ErrNoCatchAll, r, err))
+			}
+		}
+	}
+	for _, r := range want.skip { // not needed for correctness: no ErrNoCatchAll
+		if !have.rules[r] {
+			if err := rc.addRule(r); err != nil {
+				errs = append(errs, fmt.Errorf("add %s: %w", r, err))
 			}
 		}
 	}
@@ -102,12 +110,12 @@ func (rc *Reconciler) Add(endpoints []EndpointRoute, paths []ReturnPath) error {
 
 // Prune is the second phase: it deletes our rules and routes that endpoints
 // and paths (the same as given to Add) do not want, rules before routes.
-// The catch-all stays. Only deletion failures are reported (Add reported
-// the invalid objects).
+// The catch-all and the skip rules stay. Only deletion failures are
+// reported (Add reported the invalid objects).
 func (rc *Reconciler) Prune(endpoints []EndpointRoute, paths []ReturnPath) error {
 	want, _ := rc.desired(endpoints, paths)
-	keepRules := make(map[Rule]bool, len(want.catchAll)+len(want.rules))
-	for _, r := range append(want.catchAll, want.rules...) {
+	keepRules := make(map[Rule]bool, len(want.catchAll)+len(want.skip)+len(want.rules))
+	for _, r := range slices.Concat(want.catchAll, want.skip, want.rules) {
 		keepRules[r] = true
 	}
 	keepRoutes := make(map[tableroute.Key]bool, len(want.routes))
@@ -117,8 +125,9 @@ func (rc *Reconciler) Prune(endpoints []EndpointRoute, paths []ReturnPath) error
 	return rc.remove(func(r Rule) bool { return keepRules[r] }, func(r Route) bool { return keepRoutes[r.Key()] })
 }
 
-// Cleanup deletes every rule and route of ours: rules, then routes, then
-// the catch-all last, so a marked packet is dropped until the very end.
+// Cleanup deletes every rule and route of ours: rules (the skip rules
+// among them), then routes, then the catch-all last, so a marked packet is
+// dropped until the very end.
 func (rc *Reconciler) Cleanup() error {
 	catchAll := func(r Rule) bool { return r.Blackhole && r.Priority == rc.ranges.Priorities.Min+catchAllRuleOffset }
 	if err := rc.remove(catchAll, func(Route) bool { return false }); err != nil {

@@ -21,11 +21,18 @@ func gw(addr, dev string) Nexthop { return Nexthop{Addr: netip.MustParseAddr(add
 
 func sorted(s ...string) []string { slices.Sort(s); return s }
 
-// catchAll are the rules every Add installs with DefaultRanges.
-var catchAll = []string{"rule ipv4 pref 10001 fwmark 0x10000/0xffff0000 blackhole",
-	"rule ipv6 pref 10001 fwmark 0x10000/0xffff0000 blackhole"}
+// catchAll and skip are the rules every Add installs with DefaultRanges.
+var (
+	catchAll = []string{"rule ipv4 pref 10001 fwmark 0x10000/0xffff0000 blackhole",
+		"rule ipv6 pref 10001 fwmark 0x10000/0xffff0000 blackhole"}
+	skip = []string{"rule ipv4 pref 9999 not fwmark 0x10000/0xffff0000 goto 10002",
+		"rule ipv6 pref 9999 not fwmark 0x10000/0xffff0000 goto 10002"}
+)
 
-func withCatchAll(rules ...string) []string { return sorted(append(rules, catchAll...)...) }
+// withBlockRules adds the catch-all and skip rules to rules, sorted.
+func withBlockRules(rules ...string) []string {
+	return sorted(slices.Concat(rules, catchAll, skip)...)
+}
 
 func TestReconcileDesiredState(t *testing.T) {
 	tests := []struct {
@@ -38,7 +45,7 @@ func TestReconcileDesiredState(t *testing.T) {
 		{
 			name: "endpoints of both families",
 			eps:  []EndpointRoute{ep(0x10001, "10.0.0.2", "eth1"), ep(0x10002, "fd00::2", "eth1")},
-			wantRules: withCatchAll("rule ipv4 pref 10000 fwmark 0x10001 lookup 65537",
+			wantRules: withBlockRules("rule ipv4 pref 10000 fwmark 0x10001 lookup 65537",
 				"rule ipv6 pref 10000 fwmark 0x10002 lookup 65538"),
 			wantRoutes: sorted("route ipv4 table 65537 default metric 100 via 10.0.0.2 ifindex 3",
 				"route ipv4 table 65537 default metric 1000000 blackhole",
@@ -49,7 +56,7 @@ func TestReconcileDesiredState(t *testing.T) {
 			name: "return path ECMP v4, single v6",
 			paths: []ReturnPath{{VIPs: addrs("20.0.0.1", "2000::1"), Table: 0x10500,
 				Gateways: []Nexthop{gw("10.9.0.2", "eth2"), gw("10.9.0.1", "eth2"), gw("fd09::1", "eth2"), gw("10.9.0.1", "eth2")}}},
-			wantRules: withCatchAll("rule ipv4 pref 10002 from 20.0.0.1/32 lookup 66816", "rule ipv4 pref 10003 from 20.0.0.1/32 blackhole",
+			wantRules: withBlockRules("rule ipv4 pref 10002 from 20.0.0.1/32 lookup 66816", "rule ipv4 pref 10003 from 20.0.0.1/32 blackhole",
 				"rule ipv6 pref 10002 from 2000::1/128 lookup 66816", "rule ipv6 pref 10003 from 2000::1/128 blackhole"),
 			wantRoutes: sorted("route ipv4 table 66816 default metric 100 via 10.9.0.1 ifindex 4 via 10.9.0.2 ifindex 4",
 				"route ipv4 table 66816 default metric 1000000 blackhole",
@@ -59,12 +66,12 @@ func TestReconcileDesiredState(t *testing.T) {
 		{
 			name:       "return path without gateways is a blackhole",
 			paths:      []ReturnPath{{VIPs: addrs("20.0.0.1"), Table: 0x10500}},
-			wantRules:  withCatchAll("rule ipv4 pref 10002 from 20.0.0.1/32 lookup 66816", "rule ipv4 pref 10003 from 20.0.0.1/32 blackhole"),
+			wantRules:  withBlockRules("rule ipv4 pref 10002 from 20.0.0.1/32 lookup 66816", "rule ipv4 pref 10003 from 20.0.0.1/32 blackhole"),
 			wantRoutes: []string{"route ipv4 table 66816 default metric 1000000 blackhole"},
 		},
 		{
 			name:      "nothing desired: the catch-all alone",
-			wantRules: withCatchAll(),
+			wantRules: withBlockRules(),
 		},
 	}
 	for _, tt := range tests {
@@ -120,7 +127,7 @@ func TestAddReportsMissingCatchAll(t *testing.T) {
 	if !errors.Is(err, ErrNoCatchAll) {
 		t.Fatalf("Add = %v, want ErrNoCatchAll", err)
 	}
-	if got := k.ruleStrings(); !slices.Equal(got, []string{"rule ipv4 pref 10000 fwmark 0x10001 lookup 65537"}) {
+	if got := k.ruleStrings(); !slices.Equal(got, sorted(append(slices.Clone(skip), "rule ipv4 pref 10000 fwmark 0x10001 lookup 65537")...)) {
 		t.Errorf("rules %q: the endpoint's rule must still be added", got)
 	}
 	k.fail = nil
@@ -149,7 +156,7 @@ func TestTwoPhases(t *testing.T) {
 			t.Errorf("Add deleted: %q", op)
 		}
 	}
-	wantAll := withCatchAll("rule ipv4 pref 10000 fwmark 0x10001 lookup 65537",
+	wantAll := withBlockRules("rule ipv4 pref 10000 fwmark 0x10001 lookup 65537",
 		"rule ipv6 pref 10000 fwmark 0x10002 lookup 65538", "rule ipv4 pref 10000 fwmark 0x10003 lookup 65539")
 	if got := k.ruleStrings(); !slices.Equal(got, wantAll) {
 		t.Errorf("rules after Add\n got  %q\n want %q", got, wantAll)
@@ -196,14 +203,20 @@ func TestReconcileOwnership(t *testing.T) {
 	k := newFakeKernel()
 	foreign := []Rule{
 		{Family: IPv4, Priority: 0, Table: 255},
-		{Family: IPv4, Priority: 500, Mark: 0x10001, Mask: exactMask, Table: 0x10001},   // priority not ours
-		{Family: IPv4, Priority: 10000, Mark: 7, Mask: exactMask, Table: 100},           // table not ours
-		{Family: IPv4, Priority: 500, Mark: 0x10000, Mask: 0xffff0000, Blackhole: true}, // blackhole, priority not ours
+		{Family: IPv4, Priority: 500, Mark: 0x10001, Mask: exactMask, Table: 0x10001},               // priority not ours
+		{Family: IPv4, Priority: 10000, Mark: 7, Mask: exactMask, Table: 100},                       // table not ours
+		{Family: IPv4, Priority: 500, Mark: 0x10000, Mask: 0xffff0000, Blackhole: true},             // blackhole, priority not ours
+		{Family: IPv4, Priority: 9999, Mark: 0x5, Mask: exactMask, Table: 100},                      // the skip rule's priority, not a goto
+		{Family: IPv6, Priority: 9999, Invert: true, Mark: 0x30000, Mask: 0xffff0000, Goto: 20000},  // goto outside ours
+		{Family: IPv4, Priority: 9998, Invert: true, Mark: 0x10000, Mask: 0xffff0000, Goto: 10002},  // priority not ours
+		{Family: IPv4, Priority: 10000, Invert: true, Mark: 0x10000, Mask: 0xffff0000, Goto: 10002}, // a goto at the fwmark rules'
 		{Family: IPv6, Priority: 32766, Table: 254},
 	}
 	stale := []Rule{
 		{Family: IPv4, Priority: 10000, Mark: 0x1ffe0, Mask: exactMask, Table: 0x1ffe0},
-		{Family: IPv6, Priority: 10001, Mark: 0x20000, Mask: 0xffff0000, Blackhole: true}, // another block
+		{Family: IPv6, Priority: 10001, Mark: 0x20000, Mask: 0xffff0000, Blackhole: true},          // another block
+		{Family: IPv4, Priority: 9999, Invert: true, Mark: 0x20000, Mask: 0xffff0000, Goto: 10002}, // skip rule of another block
+		{Family: IPv6, Priority: 9999, Mark: 0x20000, Mask: 0xfffe0000, Goto: 10003},               // not inverted, another block and target
 	}
 	k.rules = append(slices.Clone(foreign), stale...)
 	foreignRoute := Route{Family: IPv4, Table: 254, Hops: []Hop{{Gateway: netip.MustParseAddr("10.0.0.9"), IfIndex: 3}}}
@@ -216,6 +229,8 @@ func TestReconcileOwnership(t *testing.T) {
 	want := append(slices.Clone(foreign),
 		Rule{Family: IPv4, Priority: 10001, Mark: 0x10000, Mask: 0xffff0000, Blackhole: true},
 		Rule{Family: IPv6, Priority: 10001, Mark: 0x10000, Mask: 0xffff0000, Blackhole: true},
+		Rule{Family: IPv4, Priority: 9999, Invert: true, Mark: 0x10000, Mask: 0xffff0000, Goto: 10002},
+		Rule{Family: IPv6, Priority: 9999, Invert: true, Mark: 0x10000, Mask: 0xffff0000, Goto: 10002},
 		Rule{Family: IPv4, Priority: 10000, Mark: 0x10001, Mask: exactMask, Table: 0x10001})
 	if !slices.Equal(k.rules, want) {
 		t.Errorf("rules = %v, want %v", k.rules, want)
@@ -280,7 +295,7 @@ func TestReconcilePartialFailure(t *testing.T) {
 	if errors.Is(err, ErrNoCatchAll) {
 		t.Errorf("error wraps ErrNoCatchAll though the catch-all is in place: %v", err)
 	}
-	want := withCatchAll("rule ipv4 pref 10000 fwmark 0x10001 lookup 65537", "rule ipv4 pref 10000 fwmark 0x10002 lookup 65538",
+	want := withBlockRules("rule ipv4 pref 10000 fwmark 0x10001 lookup 65537", "rule ipv4 pref 10000 fwmark 0x10002 lookup 65538",
 		"rule ipv4 pref 10000 fwmark 0x10005 lookup 65541")
 	if got := k.ruleStrings(); !slices.Equal(got, want) {
 		t.Errorf("rules applied despite failures\n got  %q\n want %q", got, want)
@@ -316,6 +331,7 @@ func TestNewValidatesRanges(t *testing.T) {
 		{Marks: block, Tables: Range{200, 300}, Priorities: Range{100, 200}},                          // main table
 		{Marks: block, Tables: Range{1000, 2000}, Priorities: Range{100, 102}},                        // no room for four priorities
 		{Marks: block, Tables: Range{1000, 2000}, Priorities: Range{100, 40000}},                      // past main's rule
+		{Marks: block, Tables: Range{1000, 2000}, Priorities: Range{1, 200}},                          // no room for the skip rule
 	} {
 		if _, err := New(newFakeKernel(), WithRanges(r)); !errors.Is(err, ErrInvalid) {
 			t.Errorf("New(%+v) = %v, want ErrInvalid", r, err)

@@ -61,7 +61,7 @@ func routeLines(fam Family, hops []string) []string {
 }
 
 // newKernel opens a NetlinkKernel in the namespace fd, closed in Cleanup.
-func newKernel(t *testing.T, fd int) *NetlinkKernel {
+func newKernel(t testing.TB, fd int) *NetlinkKernel {
 	t.Helper()
 	k, err := NewNetlinkKernel(fd)
 	if err != nil {

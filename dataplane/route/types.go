@@ -62,21 +62,23 @@ func (b MarkBlock) validate() error {
 type Ranges struct {
 	Marks  MarkBlock // fwmarks of endpoint rules; the catch-all matches the whole block
 	Tables Range     // routing tables (endpoint and return-path)
-	// Priorities of rules: Min: fwmark rules, Min+1: the catch-all
-	// blackhole, Min+2: from-VIP rules. Max >= Min+2.
+	// Priorities of rules: Min-1: the skip rule (so Min >= 2), Min:
+	// fwmark rules, Min+1: the catch-all blackhole, Min+2: from-VIP
+	// rules, Min+3: their blackholes. Max >= Min+3.
 	Priorities Range
 }
 
 // DefaultRanges: marks 0x10000/0xffff0000 (65536-131071), tables
 // 65536-131071 (an endpoint's table is its mark; dataplane.ReturnTable is
-// the last), rule priorities 10000-10099.
+// the last), rule priorities 10000-10099 (and the skip rule at 9999).
 var DefaultRanges = Ranges{
 	Marks:      MarkBlock{Value: 0x10000, Mask: 0xffff0000},
 	Tables:     Range{Min: 0x10000, Max: 0x1ffff},
 	Priorities: Range{Min: 10000, Max: 10099},
 }
 
-// Rule priorities, as offsets from Ranges.Priorities.Min.
+// Rule priorities, as offsets from Ranges.Priorities.Min (the skip rule's
+// is Min-1: see skipPriority).
 const (
 	markRuleOffset     = 0
 	catchAllRuleOffset = 1
@@ -90,6 +92,9 @@ const (
 	// table route a VIP's reply.
 	fromVIPDropOffset = 3
 )
+
+// skipPriority is the skip rule's: just before the fwmark rules.
+func (r Ranges) skipPriority() uint32 { return r.Priorities.Min - 1 }
 
 // Route metrics in our tables.
 const (
@@ -109,7 +114,7 @@ func (r Ranges) validate() error {
 	case r.Tables.Min == 0 || r.Tables.Min > r.Tables.Max ||
 		r.Tables.Contains(reserved) || r.Tables.Contains(254) || r.Tables.Contains(255):
 		return fmt.Errorf("%w: table range %v", ErrInvalid, r.Tables)
-	case r.Priorities.Min == 0 || r.Priorities.Max < r.Priorities.Min+fromVIPDropOffset || r.Priorities.Max >= 32766:
+	case r.Priorities.Min < 2 || r.Priorities.Max < r.Priorities.Min+fromVIPDropOffset || r.Priorities.Max >= 32766:
 		return fmt.Errorf("%w: priority range %v", ErrInvalid, r.Priorities)
 	}
 	return nil

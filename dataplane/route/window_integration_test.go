@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/sllbrd/sllbrd/internal/harness/netns"
-	"github.com/sllbrd/sllbrd/internal/harness/require"
 	"github.com/sllbrd/sllbrd/internal/harness/rtlookup"
 )
 
@@ -19,11 +17,7 @@ import (
 // one of the gateways in that table: never no route, never the blackhole
 // behind it, never the main table.
 func TestIntegrationGatewayChangesLeaveNoWindow(t *testing.T) {
-	require.Root(t)
-	require.Programs(t, "ip")
-	ns, fd := netns.New(t, "sllbrd-k-win")
-	setupLinks(t, ns)
-	netns.Run(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1")
+	ns, fd := forwardingLinks(t, "sllbrd-k-win")
 	k := &deletions{Kernel: newKernel(t, fd)}
 	rc, err := New(k)
 	if err != nil {
