@@ -111,7 +111,7 @@ func TestIntegrationLivenessBFDPeer(t *testing.T) {
 	time.Sleep(time.Second)
 	backAt := time.Now()
 	peers[2] = startBFDPeer(t, l, 2)
-	checkReturn(t, s, "BFD peer silent", silentAt, 0, backAt, bfdBackSlack)
+	checkReturn(t, s, "BFD peer silent", silentAt, 0, backAt, bfdBackSlack, 0)
 	checkCause(t, inst, "session_down", 2)
 
 	stoppedAt := time.Now()
