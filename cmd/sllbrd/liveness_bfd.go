@@ -217,6 +217,9 @@ func (b *bfdLiveness) event(ev bfd.Event) {
 		b.mu.Unlock()
 		return // a router's late event, or a removed session's
 	}
+	if ev.PeerAdminDown {
+		b.counts.PeerStopped++
+	}
 	c, changed := s.machine.session(b.now(), ev.Transition)
 	c.Addr = ev.Key.Peer
 	b.countLocked(c, changed)
@@ -235,8 +238,6 @@ func (b *bfdLiveness) countLocked(c bfdChange, changed bool) {
 	switch c.cause {
 	case bfdNeverUp:
 		b.counts.NeverUp++
-	case bfdPeerAdminDown:
-		b.counts.PeerAdminDown++
 	default:
 		b.counts.SessionDown++
 	}

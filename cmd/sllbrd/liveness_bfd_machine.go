@@ -18,9 +18,8 @@ const bfdStartSlack = 3 * time.Second
 type bfdCause uint8
 
 const (
-	bfdNeverUp       bfdCause = iota + 1 // no session came Up within the start grace
-	bfdSessionDown                       // the session left Up (detection time expired, or the path is down)
-	bfdPeerAdminDown                     // the target side took the session down: it is stopping
+	bfdNeverUp     bfdCause = iota + 1 // no session came Up within the start grace
+	bfdSessionDown                     // the session left Up (detection time expired, or the path is down)
 )
 
 // String returns the cause as a metric label.
@@ -30,8 +29,6 @@ func (c bfdCause) String() string {
 		return "never_up"
 	case bfdSessionDown:
 		return "session_down"
-	case bfdPeerAdminDown:
-		return "peer_admin_down"
 	}
 	return "none"
 }
@@ -49,10 +46,14 @@ type bfdChange struct {
 // bfdMachine is the liveness state of one BFD-probed endpoint address, with
 // the semantics of the ICMP prober's (internal/liveness): it starts alive
 // (the API said ready); it is dead when its session leaves Up (Down, the
-// detection time expired, or the peer's AdminDown) or when no session came
-// Up within the start grace (Detection + bfdStartSlack) after it was added;
-// it is alive again once its session has been Up for HoldDown without
-// leaving Up. It does no I/O and reads no clock: every method takes the
+// detection time expired) or when no session came Up within the start grace
+// (Detection + bfdStartSlack) after it was added; it is alive again once its
+// session has been Up for HoldDown without leaving Up. A session the target
+// side takes down on purpose (AdminDown: `sllbrd target` restarting or
+// being upgraded, or the pod's BFD timing removed) is no failure of the
+// target (RFC 5882 section 3.2): the address keeps its state, and the API's
+// readiness alone decides, until its session is Up again. Were it taken for
+// dead, restarting a sidecar would move every flow of its application. It does no I/O and reads no clock: every method takes the
 // time. Not safe for concurrent use.
 type bfdMachine struct {
 	cfg         liveness.Config
@@ -87,14 +88,13 @@ func (m *bfdMachine) session(now time.Time, t bfd.Transition) (bfdChange, bool) 
 		return bfdChange{}, false
 	case m.up:
 		m.up = false
-		if !m.alive {
-			return bfdChange{}, false // still in its hold-down: it starts again at the next Up
+		if !m.alive || t.PeerAdminDown {
+			// Still in its hold-down: it starts again at the next Up. Or
+			// the target side stopped the session: the state stays.
+			return bfdChange{}, false
 		}
 		c := m.die(now, bfdSessionDown, 0)
 		c.diag = t.Diag
-		if t.PeerAdminDown {
-			c.cause = bfdPeerAdminDown
-		}
 		return c, true
 	}
 	return bfdChange{}, false

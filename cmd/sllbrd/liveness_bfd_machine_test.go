@@ -88,9 +88,21 @@ func TestBFDMachine(t *testing.T) {
 		{at: 20 * s, t: tr(toUp), alive: false},
 		{at: 25 * s, t: nil, changed: true, alive: true, took: 5 * s},
 	})
-	runMachine(t, "the target side stops: dead", bfdLab, []machineStep{
+	runMachine(t, "the target side stops (restarts): alive, until it is Up again and after", bfdLab, []machineStep{
 		{at: 1 * s, t: tr(toUp), alive: true},
-		{at: 2 * s, t: tr(peerStopped), changed: true, alive: false, cause: bfdPeerAdminDown},
+		{at: 2 * s, t: tr(peerStopped), alive: true},
+		{at: 30 * s, t: nil, alive: true}, // no start grace: it was Up
+		{at: 31 * s, t: tr(toUp), alive: true},
+		{at: 32 * s, t: tr(upToDown), changed: true, alive: false, cause: bfdSessionDown},
+	})
+	runMachine(t, "the target side stops while dead: dead until Up for the hold-down", bfdLab, []machineStep{
+		{at: 1 * s, t: tr(toUp), alive: true},
+		{at: 2 * s, t: tr(upToDown), changed: true, alive: false, cause: bfdSessionDown},
+		{at: 3 * s, t: tr(toUp), alive: false},
+		{at: 4 * s, t: tr(peerStopped), alive: false},
+		{at: 20 * s, t: nil, alive: false},
+		{at: 21 * s, t: tr(toUp), alive: false},
+		{at: 26 * s, t: nil, changed: true, alive: true, took: 5 * s},
 	})
 	runMachine(t, "our own AdminDown (removed, shutting down): alive", bfdLab, []machineStep{
 		{at: 1 * s, t: tr(toUp), alive: true},
@@ -124,7 +136,7 @@ func TestBFDMachineChange(t *testing.T) {
 	if st := m.state(); !st.Alive || st.Transitions != 2 || !st.Since.Equal(goldenClock.Add(8*time.Second)) || !st.LastReply.IsZero() || st.RTT != 0 {
 		t.Errorf("state %+v, want alive since 8 s after 2 transitions, no reply time", st)
 	}
-	for _, cause := range []bfdCause{0, bfdNeverUp, bfdSessionDown, bfdPeerAdminDown} {
+	for _, cause := range []bfdCause{0, bfdNeverUp, bfdSessionDown} {
 		if cause.String() == "" {
 			t.Errorf("cause %d has no name", cause)
 		}

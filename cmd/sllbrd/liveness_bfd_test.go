@@ -212,8 +212,22 @@ func TestBFDLivenessEvents(t *testing.T) {
 	if d := b.dead(); len(d) != 0 {
 		t.Errorf("dead %v, want none", d)
 	}
-	if n := b.stats(); n.NeverUp != 1 || n.SessionDown != 1 || n.PeerAdminDown != 0 {
+	if n := b.stats(); n.NeverUp != 1 || n.SessionDown != 1 || n.PeerStopped != 0 {
 		t.Errorf("counts %+v, want one never up, one session down", n)
+	}
+	// The target side restarting takes its session down on purpose: counted,
+	// and no change (its flows stay).
+	srv.event(bfdAddrA, peerStopped)
+	clock.advance(time.Minute)
+	b.tick()
+	if cs := log.take(); len(cs) != 0 {
+		t.Fatalf("target side stopped: changes %+v, want none", cs)
+	}
+	if d := b.dead(); len(d) != 0 {
+		t.Errorf("target side stopped: dead %v, want none", d)
+	}
+	if n := b.stats(); n.PeerStopped != 1 || n.SessionDown != 1 {
+		t.Errorf("counts %+v, want one peer stopped, no new death", n)
 	}
 }
 

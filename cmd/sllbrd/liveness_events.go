@@ -148,8 +148,6 @@ func bfdNote(what string, rep livenessReport, took time.Duration) string {
 	case rep.cause == bfdNeverUp:
 		return fmt.Sprintf("%s: no BFD session came up with the target side in %v (liveness %s; is `sllbrd target` running for the pod, with UDP 3784 open?): %s",
 			what, took, rep.config, until)
-	case rep.cause == bfdPeerAdminDown:
-		return fmt.Sprintf("%s: the target side took its BFD session down (AdminDown: it is stopping) (liveness %s): %s", what, rep.config, until)
 	}
 	return fmt.Sprintf("%s: its BFD session went down (%s) (liveness %s): %s", what, rep.diag, rep.config, until)
 }

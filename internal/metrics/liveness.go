@@ -54,10 +54,12 @@ type LivenessCounts struct {
 
 // LivenessBFDCounts are the BFD probes' own counts.
 type LivenessBFDCounts struct {
-	// NeverUp, SessionDown and PeerAdminDown count the transitions to dead
-	// by cause: no session came Up within the start grace; the session
-	// left Up (its detection time expired); the target side took it down.
-	NeverUp, SessionDown, PeerAdminDown uint64
+	// NeverUp and SessionDown count the transitions to dead by cause: no
+	// session came Up within the start grace; the session left Up (its
+	// detection time expired). PeerStopped counts the sessions the target
+	// side took down on purpose (AdminDown), which leave the address's
+	// state as it was.
+	NeverUp, SessionDown, PeerStopped uint64
 	// AddErrors, UpdateErrors and RemoveErrors count the BFD server's
 	// refusals (retried; an address without a session is not probed);
 	// InvalidConfigs the addresses whose configuration BFD cannot run.
@@ -94,8 +96,11 @@ var (
 		"Liveness transitions reported as Events (log lines without an API server): recorded, or left out by the rate limit (rate_limited).",
 		[]string{"result"}, nil)
 	livenessBFDDeadDesc = prometheus.NewDesc("sllbrd_liveness_bfd_dead_total",
-		"BFD-probed endpoint addresses found dead, by cause: no session came up with the target side (never_up), the session went down (session_down), the target side stopped it (peer_admin_down).",
+		"BFD-probed endpoint addresses found dead, by cause: no session came up with the target side (never_up), the session went down (session_down).",
 		[]string{"cause"}, nil)
+	livenessBFDStoppedDesc = prometheus.NewDesc("sllbrd_liveness_bfd_peer_stopped_total",
+		"BFD sessions of endpoint addresses that the target side took down on purpose (AdminDown: restarting, upgraded, or its BFD timing removed); the address keeps its state until its session is up again.",
+		nil, nil)
 	livenessBFDErrorsDesc = prometheus.NewDesc("sllbrd_liveness_bfd_session_errors_total",
 		"BFD sessions of endpoint addresses the BFD server refused to add, update or remove (retried every second), or that BFD cannot run (invalid).",
 		[]string{"operation"}, nil)
@@ -118,7 +123,7 @@ func (c *LivenessCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		livenessAliveDesc, livenessTransitionsDesc, livenessAddressesDesc, livenessSentDesc,
 		livenessSendErrorsDesc, livenessRepliesDesc, livenessReceiveErrorsDesc, livenessReceiveDropsDesc,
-		livenessMovesDesc, livenessEventsDesc, livenessFailuresDesc, livenessBFDDeadDesc, livenessBFDErrorsDesc,
+		livenessMovesDesc, livenessEventsDesc, livenessFailuresDesc, livenessBFDDeadDesc, livenessBFDStoppedDesc, livenessBFDErrorsDesc,
 		livenessBFDRoutersDesc,
 	} {
 		ch <- d
@@ -162,11 +167,11 @@ func (c *LivenessCollector) Collect(ch chan<- prometheus.Metric) {
 		v     uint64
 	}{
 		{livenessBFDDeadDesc, "never_up", b.NeverUp}, {livenessBFDDeadDesc, "session_down", b.SessionDown},
-		{livenessBFDDeadDesc, "peer_admin_down", b.PeerAdminDown},
 		{livenessBFDErrorsDesc, "add", b.AddErrors}, {livenessBFDErrorsDesc, "update", b.UpdateErrors},
 		{livenessBFDErrorsDesc, "remove", b.RemoveErrors}, {livenessBFDErrorsDesc, "invalid", b.InvalidConfigs},
 	} {
 		ch <- counter(c.desc, c.v, c.label)
 	}
+	ch <- counter(livenessBFDStoppedDesc, b.PeerStopped)
 	ch <- gauge(livenessBFDRoutersDesc, float64(b.RouterAddresses))
 }

@@ -30,7 +30,7 @@ func livenessSample() fakeLiveness {
 			Prober: liveness.Stats{ProbesSent: 100, SendErrors: 2, RepliesValid: 90, ReceiveErrors: 1, ReceiveDrops: 3,
 				Ignored: liveness.Ignored{Malformed: 4, ForeignID: 5, WrongSource: 6, UnknownSequence: 7, PayloadMismatch: 8}},
 			Alive: 1, Dead: 1, Down: 3, Up: 2, NeededMoves: 5461, NeedlessMoves: 12, EventsRecorded: 4, EventsLimited: 1, ProberFailures: 1,
-			BFD: LivenessBFDCounts{NeverUp: 1, SessionDown: 2, PeerAdminDown: 3, AddErrors: 4, UpdateErrors: 5, RemoveErrors: 6,
+			BFD: LivenessBFDCounts{NeverUp: 1, SessionDown: 2, PeerStopped: 3, AddErrors: 4, UpdateErrors: 5, RemoveErrors: 6,
 				InvalidConfigs: 7, RouterAddresses: 8},
 		},
 	}
@@ -102,11 +102,13 @@ sllbrd_liveness_events_total{result="recorded"} 4
 		t.Fatal(err)
 	}
 	bfdCounts := `
-# HELP sllbrd_liveness_bfd_dead_total BFD-probed endpoint addresses found dead, by cause: no session came up with the target side (never_up), the session went down (session_down), the target side stopped it (peer_admin_down).
+# HELP sllbrd_liveness_bfd_dead_total BFD-probed endpoint addresses found dead, by cause: no session came up with the target side (never_up), the session went down (session_down).
 # TYPE sllbrd_liveness_bfd_dead_total counter
 sllbrd_liveness_bfd_dead_total{cause="never_up"} 1
-sllbrd_liveness_bfd_dead_total{cause="peer_admin_down"} 3
 sllbrd_liveness_bfd_dead_total{cause="session_down"} 2
+# HELP sllbrd_liveness_bfd_peer_stopped_total BFD sessions of endpoint addresses that the target side took down on purpose (AdminDown: restarting, upgraded, or its BFD timing removed); the address keeps its state until its session is up again.
+# TYPE sllbrd_liveness_bfd_peer_stopped_total counter
+sllbrd_liveness_bfd_peer_stopped_total 3
 # HELP sllbrd_liveness_bfd_router_addresses Endpoint addresses of Services probed by BFD that are not BFD-probed because a gateway router has the address.
 # TYPE sllbrd_liveness_bfd_router_addresses gauge
 sllbrd_liveness_bfd_router_addresses 8
