@@ -36,7 +36,7 @@ const (
 	// Measured 2026-11-26: RssAnon 8.8-12.5 MiB, VmRSS 43.4-50.0 MiB,
 	// the kubelet's working set 13.2-16.7 MiB, and it thrashes under a
 	// memory limit below about 40 MiB. The goal of 20 MiB VmRSS is
-	// not reached: docs/performance.md says where it goes.
+	// not reached: docs/footprint.md says where it goes.
 	footprintAnonLimit = 20 << 20
 )
 
