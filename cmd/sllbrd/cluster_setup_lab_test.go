@@ -337,3 +337,17 @@ func (c *cluster) record(what string, steps ...string) {
 func since(step string, t0 time.Time) string {
 	return fmt.Sprintf("%s %v", step, time.Since(t0).Round(time.Millisecond))
 }
+
+// newTwoLBCluster returns a cluster with two SLLBRs and three targets with
+// their sidecars, once the gateway routes over both SLLBRs.
+func newTwoLBCluster(t *testing.T) *cluster {
+	c := newCluster(t)
+	for _, i := range []int{1, 2} {
+		c.startLB(i)
+	}
+	for _, i := range []int{1, 2, 3} {
+		c.startTarget(i)
+	}
+	c.waitGatewayVia(1, 2)
+	return c
+}

@@ -49,14 +49,7 @@ spec:
 // is not found: the limit of ICMP, documented (docs/liveness.md).
 func TestIntegrationLivenessBFDFrozenTarget(t *testing.T) {
 	require.Lab(t)
-	c := newCluster(t)
-	for _, i := range []int{1, 2} {
-		c.startLB(i)
-	}
-	for _, i := range []int{1, 2, 3} {
-		c.startTarget(i)
-	}
-	c.waitGatewayVia(1, 2)
+	c := newTwoLBCluster(t)
 	apps := c.serveUDP([]int{1, 2, 3})
 
 	c.setLiveness(bfdAnnotation)

@@ -10,13 +10,9 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-
 	"github.com/sllbrd/sllbrd/internal/harness/e2e"
 	"github.com/sllbrd/sllbrd/internal/harness/lab"
 	"github.com/sllbrd/sllbrd/internal/harness/require"
-	"github.com/sllbrd/sllbrd/kube"
 	"github.com/sllbrd/sllbrd/kube/targetpod"
 )
 
@@ -40,14 +36,7 @@ const pruneDropTable = "sllbrd-prune-drop"
 // fractions are reported.
 func TestIntegrationClusterPartialFault(t *testing.T) {
 	require.Lab(t)
-	c := newCluster(t)
-	for _, i := range []int{1, 2} {
-		c.startLB(i)
-	}
-	for _, i := range []int{1, 2, 3} {
-		c.startTarget(i)
-	}
-	c.waitGatewayVia(1, 2)
+	c := newTwoLBCluster(t)
 	lb1MAC := linkMAC(t, c.lab, lab.LBName(1), lab.TargetLink)
 	port := lab.LBName(1) + "-" + lab.TargetLink
 	faults := []struct {
@@ -65,7 +54,7 @@ func TestIntegrationClusterPartialFault(t *testing.T) {
 	}
 	t.Cleanup(func() { _, _ = c.lab.Exec(context.Background(), lab.SwitchNode, "ip", "link", "set", port, "up") })
 	for _, probe := range []string{"icmp", "bfd"} {
-		c.setServiceLiveness("interval=100ms,multiplier=3,hold-down=0s,probe=" + probe)
+		c.setLiveness("interval=100ms,multiplier=3,hold-down=0s,probe=" + probe)
 		for _, f := range faults {
 			what := fmt.Sprintf("probe=%s, %s", probe, f.name)
 			c.waitProbed(probe)
@@ -165,16 +154,6 @@ func pct(n, of int) float64 {
 		return 0
 	}
 	return 100 * float64(n) / float64(of)
-}
-
-// setServiceLiveness writes service-a's endpoint-liveness annotation (a merge
-// patch of that key).
-func (c *cluster) setServiceLiveness(v string) {
-	c.t.Helper()
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, kube.AnnotationEndpointLiveness, v)
-	if _, err := c.kube.CoreV1().Services(clusterNS).Patch(c.ctx, "service-a", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		c.t.Fatal(err)
-	}
 }
 
 // waitProbed waits until both SLLBRs probe the targets' 6 addresses and
