@@ -12,9 +12,9 @@
 //     method takes the current time, so tests drive it deterministically.
 //   - socket*.go: RFC 5881/5883 transport (ports 3784/4784, TTL 255 on send,
 //     TTL checked on receive through ancillary data, SO_BINDTODEVICE).
-//   - server.go, run.go, transmit.go: Server, which owns the sockets,
-//     demultiplexes received packets to sessions, runs the timers, sends
-//     what the sessions have due and reports state changes.
+//   - server.go, run.go, transmit.go, txorder.go: Server, which owns the
+//     sockets, demultiplexes received packets to sessions, runs the timers,
+//     sends what the sessions have due and reports state changes.
 //
 // Promises:
 //   - Authentication is not supported: packets with the A bit set are
@@ -32,6 +32,16 @@
 //   - No socket is written while the Server's lock is held: packets are
 //     marshalled under it and written after it is released, so a slow send
 //     never stalls reception, statistics or configuration changes.
+//   - The packets of one session reach its socket in the order they were
+//     built, although the goroutine that runs the timers and those that
+//     receive (answering a Poll or a state change at once) all write. A
+//     packet superseded by a newer one of its session before it is written
+//     may be dropped (each packet carries the session's whole state; Stats
+//     counts them in PacketsSuperseded): so a stale Down never follows an
+//     Up, which would take the peer Down (RFC 5880 section 6.8.6). No
+//     goroutine waits for another's write: the one writing a session's
+//     packet also writes the newest one built meanwhile, so a slow send
+//     delays only its own session.
 //   - All sockets are created by the goroutine that called Server.Run. To run
 //     the server inside a network namespace, call Run from an OS thread locked
 //     into that namespace.

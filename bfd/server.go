@@ -26,6 +26,10 @@ type Stats struct {
 	Config SessionConfig
 	SessionStats
 	SendErrors uint64
+	// PacketsSuperseded counts packets built (and counted in PacketsOut)
+	// but not written, because a newer packet of the session was written
+	// first.
+	PacketsSuperseded uint64
 	// SocketError is the last error opening or writing the session's
 	// socket; empty when the last attempt succeeded.
 	SocketError string
@@ -65,6 +69,8 @@ type entry struct {
 	retryAt    time.Time
 	sendErrors uint64
 	lastErr    error
+	txSeq      uint64  // sequence of the last packet built (outPacket.seq)
+	tx         txOrder // writes the packets in txSeq order, without s.mu
 }
 
 type listenerKind struct{ v6, multihop bool }
@@ -197,7 +203,8 @@ func (s *Server) Discards() DiscardCounts {
 }
 
 func (e *entry) stats() Stats {
-	st := Stats{Key: e.key, Config: e.sess.cfg, SessionStats: e.sess.Stats(), SendErrors: e.sendErrors}
+	st := Stats{Key: e.key, Config: e.sess.cfg, SessionStats: e.sess.Stats(), SendErrors: e.sendErrors,
+		PacketsSuperseded: e.tx.supersededCount()}
 	if e.lastErr != nil {
 		st.SocketError = e.lastErr.Error()
 	}

@@ -252,14 +252,28 @@ func TestServerDiscards(t *testing.T) {
 
 func peer4Key(a netip.Addr) Key { return Key{Peer: a} }
 
+// countingSender is a transmit socket that counts the writes.
+type countingSender struct{ writes int }
+
+func (c *countingSender) WriteToUDPAddrPort(p []byte, _ netip.AddrPort) (int, error) {
+	c.writes++
+	return len(p), nil
+}
+
+func (c *countingSender) Close() error { return nil }
+
+// TestServerReceivePathDoesNotAllocate: receiving a Poll and writing its
+// Final (RFC 5880 section 6.5) does not allocate.
 func TestServerReceivePathDoesNotAllocate(t *testing.T) {
 	srv := NewServer()
 	cfg := SessionConfig{Peer: netip.MustParseAddr("192.0.2.7")}
 	if err := srv.Add(cfg); err != nil {
 		t.Fatal(err)
 	}
+	conn := &countingSender{}
+	srv.sessions[cfg.Key()].conn = conn
 	st, _ := srv.Stats(cfg.Key())
-	up := Packet{Version: 1, State: StateUp, DetectMult: 3, MyDiscriminator: 5,
+	up := Packet{Version: 1, State: StateUp, Poll: true, DetectMult: 3, MyDiscriminator: 5,
 		YourDiscriminator: st.LocalDiscriminator, DesiredMinTxUsec: 300000, RequiredMinRxUsec: 300000}
 	b := marshal(t, up)
 	var p Packet
@@ -271,8 +285,8 @@ func TestServerReceivePathDoesNotAllocate(t *testing.T) {
 	if allocs != 0 {
 		t.Fatalf("receive path allocates %v times per packet", allocs)
 	}
-	if st, _ := srv.Stats(cfg.Key()); st.PacketsIn < 1000 {
-		t.Fatalf("packets not accepted: %+v", st)
+	if st, _ := srv.Stats(cfg.Key()); st.PacketsIn < 1000 || conn.writes < 1000 {
+		t.Fatalf("packets not accepted or Finals not written (%d writes): %+v", conn.writes, st)
 	}
 }
 

@@ -28,11 +28,12 @@ func dialUDP(ctx context.Context, cfg SessionConfig, rng *rand.Rand) (sender, er
 }
 
 // outPacket is one packet a session has due, marshalled under Server.mu and
-// written after it is released.
+// written after it is released, in the order of seq (see txOrder).
 type outPacket struct {
 	e    *entry
 	conn sender
 	to   netip.AddrPort
+	seq  uint64 // entry.txSeq when built
 	buf  [PacketLen]byte
 	n    int
 }
@@ -41,8 +42,9 @@ type outPacket struct {
 // that no socket is written while Server.mu is held. Each goroutine that
 // sends owns one; its slice is reused, so a warm outbox does not allocate.
 type outbox struct {
-	pkts []outPacket
-	sent []sendFailure
+	pkts  []outPacket
+	taken outPacket // a packet another goroutine left to this one (txOrder)
+	sent  []sendFailure
 }
 
 type sendFailure struct {
@@ -61,25 +63,21 @@ func (o *outbox) collect(e *entry, now time.Time) {
 			e.sendErrors++
 			continue
 		}
-		o.pkts = append(o.pkts, outPacket{e: e, conn: e.conn, to: e.peer})
+		e.txSeq++
+		o.pkts = append(o.pkts, outPacket{e: e, conn: e.conn, to: e.peer, seq: e.txSeq})
 		out := &o.pkts[len(o.pkts)-1]
 		out.n, _ = p.MarshalTo(out.buf[:])
 	}
 }
 
-// flush writes the collected packets, without s.mu, then records the
-// failures under it.
+// flush writes the collected packets, without s.mu and each session's in
+// the order they were built (txOrder), then records the failures under it.
 func (s *Server) flush(o *outbox) {
 	if len(o.pkts) == 0 {
 		return
 	}
 	for i := range o.pkts {
-		p := &o.pkts[i]
-		// A socket closed meanwhile belongs to a session removed or
-		// re-addressed since collect: not a send failure.
-		if _, err := p.conn.WriteToUDPAddrPort(p.buf[:p.n], p.to); err != nil && !errors.Is(err, net.ErrClosed) {
-			o.sent = append(o.sent, sendFailure{e: p.e, err: err})
-		}
+		o.send(&o.pkts[i])
 	}
 	clear(o.pkts) // drop the references to entries and sockets
 	o.pkts = o.pkts[:0]
@@ -94,6 +92,15 @@ func (s *Server) flush(o *outbox) {
 	s.mu.Unlock()
 	clear(o.sent)
 	o.sent = o.sent[:0]
+}
+
+// write writes one packet and keeps its failure for flush to record.
+func (o *outbox) write(p *outPacket) {
+	// A socket closed meanwhile belongs to a session removed or re-addressed
+	// since collect: not a send failure.
+	if _, err := p.conn.WriteToUDPAddrPort(p.buf[:p.n], p.to); err != nil && !errors.Is(err, net.ErrClosed) {
+		o.sent = append(o.sent, sendFailure{e: p.e, err: err})
+	}
 }
 
 // adminDownDone reports whether a session held AdminDown has told its peer

@@ -11,11 +11,15 @@ import (
 )
 
 // blockingSender is a transmit socket whose first write blocks until
-// release is closed.
+// release is closed; the others pass. It records the state of every packet
+// when its write completes.
 type blockingSender struct {
 	once    sync.Once
 	writing chan struct{} // closed when the first write starts
 	release chan struct{}
+
+	mu     sync.Mutex
+	states []State // of the packets written, in the order their writes completed
 }
 
 func newBlockingSender() *blockingSender {
@@ -23,9 +27,25 @@ func newBlockingSender() *blockingSender {
 }
 
 func (b *blockingSender) WriteToUDPAddrPort(p []byte, _ netip.AddrPort) (int, error) {
-	b.once.Do(func() { close(b.writing) })
-	<-b.release
+	first := false
+	b.once.Do(func() { first = true; close(b.writing) })
+	if first {
+		<-b.release
+	}
+	var pkt Packet
+	if err := pkt.Unmarshal(p); err != nil {
+		return 0, err
+	}
+	b.mu.Lock()
+	b.states = append(b.states, pkt.State)
+	b.mu.Unlock()
 	return len(p), nil
+}
+
+func (b *blockingSender) written() []State {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]State(nil), b.states...)
 }
 
 func (b *blockingSender) Close() error { return nil }
