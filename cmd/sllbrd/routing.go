@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/sllbrd/sllbrd/bfd"
 	"github.com/sllbrd/sllbrd/bgp"
 	"github.com/sllbrd/sllbrd/internal/metrics"
 	"github.com/sllbrd/sllbrd/internal/uplink"
@@ -26,9 +27,19 @@ func (d *daemon) startRouting(_ context.Context) error {
 	d.speaker = sp
 	d.uplink = uplink.New(d.log, sp, d.loop.SetGateways)
 	d.applier.routing = d.uplink
-	d.registry.MustRegister(metrics.NewBFDCollector(d.uplink.BFD()), metrics.NewBGPCollector(d.bgpPeers))
+	d.registry.MustRegister(metrics.NewBFDCollector(routerBFD{d.uplink}), metrics.NewBGPCollector(d.bgpPeers))
 	return nil
 }
+
+// routerBFD is what the BFD collector exports of the SLLBR's BFD server:
+// the gateway routers' sessions, a set of series each, and the packets no
+// session took. The endpoint liveness sessions, one per probed endpoint
+// address (thousands at scale), are exported by the liveness collector,
+// per endpoint and in total, not here.
+type routerBFD struct{ u *uplink.Uplink }
+
+func (r routerBFD) AllStats() []bfd.Stats       { return r.u.RouterSessionStats() }
+func (r routerBFD) Discards() bfd.DiscardCounts { return r.u.BFD().Discards() }
 
 // bgpPeers maps the speaker's statistics to the metrics' peer type.
 func (d *daemon) bgpPeers() []metrics.BGPPeer {

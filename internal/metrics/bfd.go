@@ -49,6 +49,8 @@ var (
 		"BFD control packets of the session discarded on reception, by reason.", "reason")
 	bfdSendErrorsDesc = bfdDesc("sllbrd_bfd_send_errors_total",
 		"Failed sends of BFD control packets.")
+	bfdSupersededDesc = bfdDesc("sllbrd_bfd_superseded_packets_total",
+		"BFD control packets not sent because a newer one of the session was written first (counted in those sent out).")
 	bfdSocketErrorDesc = bfdDesc("sllbrd_bfd_socket_error",
 		"Whether the last attempt to open or write the session's socket failed.")
 	bfdDetectionDesc = bfdDesc("sllbrd_bfd_detection_time_seconds",
@@ -85,7 +87,7 @@ func NewBFDCollector(s BFDSource) *BFDCollector {
 func (c *BFDCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		bfdStateDesc, bfdUpDesc, bfdDiagnosticDesc, bfdTransitionsDesc, bfdPacketsDesc,
-		bfdDiscardsDesc, bfdSendErrorsDesc, bfdSocketErrorDesc, bfdDetectionDesc,
+		bfdDiscardsDesc, bfdSendErrorsDesc, bfdSupersededDesc, bfdSocketErrorDesc, bfdDetectionDesc,
 		bfdTxIntervalDesc, bfdUnmatchedDesc,
 	} {
 		ch <- d
@@ -121,6 +123,7 @@ func collectBFDSession(ch chan<- prometheus.Metric, s *bfd.Stats) {
 		ch <- counter(bfdDiscardsDesc, s.Discards[r], with(r.String())...)
 	}
 	ch <- counter(bfdSendErrorsDesc, s.SendErrors, l...)
+	ch <- counter(bfdSupersededDesc, s.PacketsSuperseded, l...)
 	ch <- gauge(bfdSocketErrorDesc, boolGauge(s.SocketError != ""), l...)
 	ch <- gauge(bfdDetectionDesc, s.DetectionTime.Seconds(), l...)
 	ch <- gauge(bfdTxIntervalDesc, s.TxInterval.Seconds(), l...)

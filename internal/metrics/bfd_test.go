@@ -31,6 +31,7 @@ func upSession() bfd.Stats {
 			TxInterval: 300 * time.Millisecond, DetectionTime: 900 * time.Millisecond,
 			PacketsIn: 40, PacketsOut: 41, UpTransitions: 2, DownTransitions: 1, Discards: discards,
 		},
+		PacketsSuperseded: 3,
 	}
 }
 
@@ -71,6 +72,7 @@ func bfdSessionExposition(labels string, st bfd.Stats) string {
 		fmt.Fprintf(&b, "sllbrd_bfd_discarded_packets_total%s %d\n", with(`reason="`+r.String()+`"`), st.Discards[r])
 	}
 	fmt.Fprintf(&b, "sllbrd_bfd_send_errors_total{%s} %d\n", labels, st.SendErrors)
+	fmt.Fprintf(&b, "sllbrd_bfd_superseded_packets_total{%s} %d\n", labels, st.PacketsSuperseded)
 	fmt.Fprintf(&b, "sllbrd_bfd_socket_error{%s} %d\n", labels, up[st.SocketError != ""])
 	fmt.Fprintf(&b, "sllbrd_bfd_detection_time_seconds{%s} %g\n", labels, st.DetectionTime.Seconds())
 	fmt.Fprintf(&b, "sllbrd_bfd_tx_interval_seconds{%s} %g\n", labels, st.TxInterval.Seconds())
@@ -125,6 +127,7 @@ func withBFDHeaders(body string) string {
 		{"sllbrd_bfd_control_packets_total", "counter", "BFD control packets received (in) and sent (out)."},
 		{"sllbrd_bfd_discarded_packets_total", "counter", "BFD control packets of the session discarded on reception, by reason."},
 		{"sllbrd_bfd_send_errors_total", "counter", "Failed sends of BFD control packets."},
+		{"sllbrd_bfd_superseded_packets_total", "counter", "BFD control packets not sent because a newer one of the session was written first (counted in those sent out)."},
 		{"sllbrd_bfd_socket_error", "gauge", "Whether the last attempt to open or write the session's socket failed."},
 		{"sllbrd_bfd_detection_time_seconds", "gauge", "Current BFD detection time (0 before the peer has been heard)."},
 		{"sllbrd_bfd_tx_interval_seconds", "gauge", "Negotiated BFD transmit interval, before jitter."},

@@ -103,3 +103,31 @@ func TestOtherSessionsWithoutHandler(t *testing.T) {
 		t.Errorf("next hops %v, want %v", got, hops)
 	}
 }
+
+// TestRouterSessionStats: the routers' sessions are reported, the server's
+// other sessions (the endpoint liveness probes) are not.
+func TestRouterSessionStats(t *testing.T) {
+	h := newHarness(t)
+	endpoint := bfd.SessionConfig{Peer: netip.MustParseAddr("192.0.2.12")}
+	if err := h.u.BFD().Add(endpoint); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.u.Apply(context.Background(), routers()); err != nil {
+		t.Fatal(err)
+	}
+	var got, all []bfd.Key
+	for _, s := range h.u.RouterSessionStats() {
+		got = append(got, s.Key)
+	}
+	for _, s := range h.u.BFD().AllStats() {
+		if s.Key != endpoint.Key() {
+			all = append(all, s.Key)
+		}
+	}
+	cmpKey := func(a, b bfd.Key) int { return a.Peer.Compare(b.Peer) }
+	slices.SortFunc(got, cmpKey)
+	slices.SortFunc(all, cmpKey)
+	if len(all) == 0 || !slices.Equal(got, all) {
+		t.Errorf("router sessions %v, want every session but the endpoint's: %v", got, all)
+	}
+}

@@ -63,6 +63,25 @@ func New(log *slog.Logger, speaker Speaker, onGateways func([]route.Nexthop), bf
 // BFD ports.
 func (u *Uplink) BFD() *bfd.Server { return u.bfd }
 
+// RouterSessionStats returns the statistics of the gateway routers'
+// sessions only, not of the server's other sessions (HandleOtherSessions),
+// in no particular order.
+func (u *Uplink) RouterSessionStats() []bfd.Stats {
+	u.mu.Lock()
+	keys := make(map[bfd.Key]bool, len(u.peers))
+	for _, c := range u.peers {
+		keys[c.session] = true
+	}
+	u.mu.Unlock()
+	var out []bfd.Stats
+	for _, s := range u.bfd.AllStats() {
+		if keys[s.Key] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // HandleOtherSessions sets f to receive the events of the sessions of BFD()
 // that are not the Uplink's: those another part of the SLLBR adds (endpoint
 // liveness), and the late events of router sessions the Uplink removed. f
