@@ -358,5 +358,9 @@ func (b *bfdLiveness) stats() metrics.LivenessBFDCounts {
 	defer b.mu.Unlock()
 	n := b.counts
 	n.RouterAddresses = len(b.routers)
+	n.SessionUp = make(map[netip.Addr]bool, len(b.sessions))
+	for a, s := range b.sessions {
+		n.SessionUp[a] = s.machine.up
+	}
 	return n
 }

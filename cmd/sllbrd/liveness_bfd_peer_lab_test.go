@@ -155,7 +155,7 @@ func waitSessionsUp(t *testing.T, inst *e2e.Instance, targets ...int) {
 
 // sessionUp reports whether inst's BFD session with addr is up.
 func sessionUp(t *testing.T, inst *e2e.Instance, addr netip.Addr) bool {
-	v, found, err := inst.Metric(fmt.Sprintf(`sllbrd_bfd_session_up{interface="",multihop="false",peer="%s"}`, addr))
+	v, found, err := inst.Metric(fmt.Sprintf(`sllbrd_liveness_bfd_session_up{address="%s"}`, addr))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -229,6 +229,10 @@ func TestBFDLivenessEvents(t *testing.T) {
 	if n := b.stats(); n.PeerStopped != 1 || n.SessionDown != 1 {
 		t.Errorf("counts %+v, want one peer stopped, no new death", n)
 	}
+	srv.event(bfdAddrB, toUp)
+	if n := b.stats(); !maps.Equal(n.SessionUp, map[netip.Addr]bool{bfdAddrA: false, bfdAddrB: true}) {
+		t.Errorf("sessions up %v, want B's only", n.SessionUp)
+	}
 }
 
 // TestBFDLivenessFailures: a session the server refuses is counted, not

@@ -67,6 +67,8 @@ type LivenessBFDCounts struct {
 	// RouterAddresses is how many endpoint addresses are not BFD-probed
 	// now because a gateway router has that address.
 	RouterAddresses int
+	// SessionUp says, per BFD-probed address, whether its session is Up.
+	SessionUp map[netip.Addr]bool
 }
 
 var (
@@ -104,6 +106,9 @@ var (
 	livenessBFDErrorsDesc = prometheus.NewDesc("sllbrd_liveness_bfd_session_errors_total",
 		"BFD sessions of endpoint addresses the BFD server refused to add, update or remove (retried every second), or that BFD cannot run (invalid).",
 		[]string{"operation"}, nil)
+	livenessBFDSessionUpDesc = prometheus.NewDesc("sllbrd_liveness_bfd_session_up",
+		"Whether the BFD session with a BFD-probed endpoint address is Up (the sllbrd_bfd_* series are the gateway routers' sessions only).",
+		[]string{"address"}, nil)
 	livenessBFDRoutersDesc = prometheus.NewDesc("sllbrd_liveness_bfd_router_addresses",
 		"Endpoint addresses of Services probed by BFD that are not BFD-probed because a gateway router has the address.", nil, nil)
 )
@@ -124,7 +129,7 @@ func (c *LivenessCollector) Describe(ch chan<- *prometheus.Desc) {
 		livenessAliveDesc, livenessTransitionsDesc, livenessAddressesDesc, livenessSentDesc,
 		livenessSendErrorsDesc, livenessRepliesDesc, livenessReceiveErrorsDesc, livenessReceiveDropsDesc,
 		livenessMovesDesc, livenessEventsDesc, livenessFailuresDesc, livenessBFDDeadDesc, livenessBFDStoppedDesc, livenessBFDErrorsDesc,
-		livenessBFDRoutersDesc,
+		livenessBFDRoutersDesc, livenessBFDSessionUpDesc,
 	} {
 		ch <- d
 	}
@@ -174,4 +179,7 @@ func (c *LivenessCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- counter(livenessBFDStoppedDesc, b.PeerStopped)
 	ch <- gauge(livenessBFDRoutersDesc, float64(b.RouterAddresses))
+	for a, up := range b.SessionUp {
+		ch <- gauge(livenessBFDSessionUpDesc, boolGauge(up), a.String())
+	}
 }
