@@ -1,6 +1,7 @@
 package liveness
 
 import (
+	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"testing"
@@ -155,6 +156,49 @@ func TestProberIntervalChangeKeepsGap(t *testing.T) {
 		}
 		if len(s.takeChanges()) != 0 {
 			t.Errorf("interval %v: a change of interval found addresses dead", iv)
+		}
+	}
+}
+
+// TestProberSetChurn: Set called again and again while the configuration
+// changes quickly (addresses coming, going and coming back, intervals and
+// multipliers changing, at any instant relative to the groups' probes)
+// finds no answering address dead, and probes every address it keeps.
+func TestProberSetChurn(t *testing.T) {
+	pool := append(addrRange("10.0.0.1", 6), addrRange("2001:db8::1", 6)...)
+	ivs := []time.Duration{10 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond}
+	for seed := range uint64(30) {
+		r := rand.New(rand.NewPCG(seed, 1))
+		s := newSim(t)
+		s.rtt = time.Duration(100+r.IntN(3000)) * time.Microsecond
+		var last []Target
+		for range 25 {
+			last = last[:0]
+			for _, a := range pool {
+				if r.IntN(4) == 0 {
+					continue
+				}
+				cfg := defaultCfg
+				if r.IntN(5) == 0 {
+					cfg.Interval, cfg.Multiplier = ivs[r.IntN(len(ivs))], 1+r.IntN(4)
+				}
+				last = append(last, Target{Addr: a, Config: cfg})
+			}
+			s.p.Set(last)
+			s.advance(time.Duration(r.IntN(300_000)) * time.Microsecond)
+		}
+		from := s.clock.Now()
+		s.advance(time.Second)
+		for _, c := range s.takeChanges() {
+			t.Errorf("seed %d: %v found dead after %v while it answered", seed, c.Addr, c.Detection)
+		}
+		for _, tg := range last {
+			if ts := s.sendTimes(tg.Addr); len(ts) == 0 || ts[len(ts)-1].Before(from) {
+				t.Errorf("seed %d: %v not probed in the last second", seed, tg.Addr)
+			}
+		}
+		if t.Failed() {
+			return
 		}
 	}
 }
