@@ -27,7 +27,10 @@
 //     miss like any other, so a broken local side makes every address
 //     dead. Misses count probes sent, not time: a stalled prober finds no
 //     one dead for its own stall. A target that stops answering is dead
-//     between Detection and Detection + Interval after its last reply.
+//     between Detection and Detection + Interval after its last reply. An
+//     address that has never answered is dead no sooner than Detection +
+//     FirstReplyGrace after it was added (its first probes may wait that
+//     long in the kernel's neighbour resolution).
 //   - Dead -> alive on a valid reply once replies have kept coming for
 //     HoldDown since the first valid reply of the recovery, with no run of
 //     Multiplier missed intervals (a run restarts the recovery); HoldDown

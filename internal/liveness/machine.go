@@ -2,6 +2,16 @@ package liveness
 
 import "time"
 
+// FirstReplyGrace is what an address that has never replied gets on top of
+// the detection time before it is found dead: the kernel's neighbour
+// resolution retransmit time (ARP and ND, 1 s by default). A new address's
+// first probes wait in the neighbour queue while its link-layer address is
+// resolved, and one lost resolution exchange (a full neighbour table on
+// either side, a dropped frame) holds them for that second, longer than
+// the default detection time: without the grace a live target would be
+// taken out for a hold-down.
+const FirstReplyGrace = time.Second
+
 // machine is the liveness of one address. It performs no I/O and reads no
 // clock: the prober calls tick at every probe it sends (the interval that
 // the previous probe opened has ended) and reply at every valid reply, with
@@ -43,7 +53,7 @@ func (m *machine) tick(now time.Time, cfg Config) (Change, bool) {
 		return Change{}, false
 	}
 	m.recovering = time.Time{} // a run of Multiplier misses restarts any recovery
-	if !m.alive {
+	if !m.alive || m.lastReply.IsZero() && now.Sub(m.since) < cfg.Detection()+FirstReplyGrace {
 		return Change{}, false
 	}
 	silent := m.since

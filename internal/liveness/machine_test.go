@@ -117,6 +117,7 @@ func TestMachineHoldDown(t *testing.T) {
 
 func TestMachineHoldDownZero(t *testing.T) {
 	d := newDriver(t, Config{Interval: 100 * time.Millisecond, Multiplier: 2})
+	d.steps(1, true)
 	d.steps(3, false)
 	cs := d.step(true)
 	if len(cs) != 1 || !cs[0].Alive || cs[0].At != d.tickAt(d.k).Add(d.rtt) || cs[0].Detection != 0 {
@@ -167,12 +168,30 @@ func TestMachineConfigChange(t *testing.T) {
 }
 
 // TestMachineNeverAnswered: an address that never answers is dead after
-// Multiplier intervals from its first probe; Detection counts from when it
-// was added.
+// Multiplier intervals from its first probe and Detection + FirstReplyGrace
+// from when it was added (its first probes may wait for the neighbour
+// resolution's retransmit); Detection counts from when it was added.
 func TestMachineNeverAnswered(t *testing.T) {
+	d := newDriver(t, defaultCfg) // 200 ms × 4: dead at the first tick at or after 1.8 s
+	graceTicks := int((defaultCfg.Detection() + FirstReplyGrace) / defaultCfg.Interval)
+	if cs := d.steps(graceTicks-1, false); len(cs) != 0 {
+		t.Fatalf("dead within the first reply grace: %+v", cs)
+	}
+	cs := d.step(false)
+	if len(cs) != 1 || cs[0].Alive || cs[0].Detection != d.tickAt(d.k).Sub(d.t0) || cs[0].Detection != defaultCfg.Detection()+FirstReplyGrace {
+		t.Fatalf("%+v, want dead %v after it was added", cs, defaultCfg.Detection()+FirstReplyGrace)
+	}
+}
+
+// TestMachineFirstReplyLate: an address whose first probes wait a second
+// for the neighbour resolution, then are all answered, is never dead; once
+// it has answered, the grace is over.
+func TestMachineFirstReplyLate(t *testing.T) {
 	d := newDriver(t, defaultCfg)
-	cs := d.steps(defaultCfg.Multiplier+1, false)
-	if len(cs) != 1 || cs[0].Alive || cs[0].Detection != d.tickAt(d.k).Sub(d.t0) {
-		t.Fatalf("%+v", cs)
+	if cs := append(d.steps(6, false), d.steps(5, true)...); len(cs) != 0 {
+		t.Fatalf("first replies 1.2 s late (a lost neighbour resolution exchange) took it out: %+v", cs)
+	}
+	if cs := d.steps(defaultCfg.Multiplier+1, false); len(cs) != 1 || cs[0].Alive {
+		t.Fatalf("after its first reply, want dead after Multiplier misses: %+v", cs)
 	}
 }
