@@ -42,6 +42,11 @@
 //     goroutine waits for another's write: the one writing a session's
 //     packet also writes the newest one built meanwhile, so a slow send
 //     delays only its own session.
+//   - Server.Run serves the timers (transmissions due, detection times
+//     expired) in passes over every session, at most one pass per 2 ms
+//     however many sessions and packets there are: a timer is served up to
+//     2 ms late, and thousands of sessions cost a pass per 2 ms, not one per
+//     deadline or received packet.
 //   - All sockets are created by the goroutine that called Server.Run. To run
 //     the server inside a network namespace, call Run from an OS thread locked
 //     into that namespace.

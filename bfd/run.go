@@ -11,6 +11,8 @@ import (
 )
 
 const (
+	// tickGap is the least time between two ticks of Run (see waitTick).
+	tickGap     = 2 * time.Millisecond
 	socketRetry = time.Second
 	idleWait    = time.Minute
 	recvBufLen  = 512
@@ -36,22 +38,43 @@ func (s *Server) Run(ctx context.Context) error {
 	go s.dispatchEvents(evDone)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	for {
-		timer.Reset(time.Until(s.tick(ctx, &readers)))
-		select {
-		case <-ctx.Done():
-		case <-s.stop:
-		case <-s.wake:
-			continue
-		case <-timer.C:
-			continue
-		}
-		break
+	for s.waitTick(ctx, timer, s.tick(ctx, &readers)) {
 	}
 	s.closeAll()
 	readers.Wait()
 	close(evDone)
 	return nil
+}
+
+// waitTick waits until next, or until something changed (poke), but in
+// either case at least tickGap from now; it reports false when Run must
+// end. Each tick visits every session, so at thousands of sessions ticking
+// at each one's own deadline, or at each packet received, would spend a
+// core on the visits and hold s.mu most of the time (the receive path
+// waiting, the listeners' buffers overflowing); with the gap, deadlines are
+// met up to tickGap late.
+func (s *Server) waitTick(ctx context.Context, timer *time.Timer, next time.Time) bool {
+	earliest := time.Now().Add(tickGap)
+	timer.Reset(time.Until(later(next, earliest)))
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-s.stop:
+			return false
+		case <-s.wake:
+			timer.Reset(time.Until(earliest))
+		case <-timer.C:
+			return true
+		}
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // tick does all due work: opens missing sockets, expires detection timers and
