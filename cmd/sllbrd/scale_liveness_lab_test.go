@@ -59,17 +59,9 @@ func TestIntegrationLivenessScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := time.Now()
-	inst, err := e2e.Start(l, lab.LBName(1), sllbrdBinary, dir, dataplaneArgs(l, "--queues", "2")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { logTail(t, inst) })
+	inst, programmed := startScaleSllbrd(t, l, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := inst.WaitProgrammed(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	programmed := time.Since(started)
 	if err := l.RouteVIPsVia(ctx, 1); err != nil {
 		t.Fatal(err)
 	}

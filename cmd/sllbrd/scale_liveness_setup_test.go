@@ -86,6 +86,25 @@ func newScaleLab(t *testing.T, n int) *lab.Lab {
 	return l
 }
 
+// startScaleSllbrd starts sllbrd in lb1 (kernel dataplane, two queues,
+// extra flags) on the manifests in dir and waits until it has programmed
+// them; it returns the instance and how long after its start that took.
+func startScaleSllbrd(t *testing.T, l *lab.Lab, dir string, extra ...string) (*e2e.Instance, time.Duration) {
+	t.Helper()
+	started := time.Now()
+	inst, err := e2e.Start(l, lab.LBName(1), sllbrdBinary, dir, dataplaneArgs(l, append([]string{"--queues", "2"}, extra...)...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { logTail(t, inst) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := inst.WaitProgrammed(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	return inst, time.Since(started)
+}
+
 // writeScaleManifests writes the lab's Gateway (with scaleSubnet4 among its
 // network-subnets), static routers, the route of every other liveness test
 // and service-a with n endpoints, in EndpointSlices of 100 per family, its
@@ -186,7 +205,10 @@ func neighEntries(t *testing.T, table string) int {
 // every other column summed over the CPUs' lines.
 func neighStat(t *testing.T, table string) map[string]uint64 {
 	t.Helper()
-	f, err := os.Open("/proc/net/stat/" + table)
+	// The calling thread's namespace: /proc/net is the main thread's, which
+	// a lab's netns.Do may have left in a lab namespace (a locked goroutine
+	// that ends there wedges the main thread rather than ending it).
+	f, err := os.Open("/proc/thread-self/net/stat/" + table)
 	if err != nil {
 		t.Fatal(err)
 	}
