@@ -37,6 +37,10 @@ func TestIntegrationRepairsChangesElsewhere(t *testing.T) {
 	netns.Run(t, "ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.l2.disable_ipv6=1", "net.ipv6.conf.p2.disable_ipv6=1")
 	ipIn(t, ns, "link set l2 up")
 	ipIn(t, ns, "link set p2 up")
+	// The kernel's own changes (duplicate address detection of the links'
+	// link-local addresses ending, with their routes) are changes elsewhere
+	// too: let them end before counting listings.
+	waitNoTentative(t, ns)
 	k := &listings{NetlinkKernel: newKernel(t, fd)}
 	rc, err := New(k)
 	if err != nil {
