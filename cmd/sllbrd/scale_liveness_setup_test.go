@@ -170,7 +170,11 @@ var neighThresholds = []string{
 // for the test: it raises gc_thresh2 and gc_thresh3 of the host to what the
 // tables hold now plus need (gc_thresh2) and twice that (gc_thresh3) when
 // they are lower, and at cleanup puts back each value it raised, unless
-// something else changed it meanwhile.
+// something else changed it meanwhile. It puts them back only once the
+// tables hold fewer entries than the old limits: the lab's namespaces go
+// (and their entries with them) after the test, and a limit lowered under
+// the entries in use would make the host's tables full for every other
+// test running, whose new neighbours then fail to resolve.
 func neighbourRoom(t *testing.T, need int) {
 	t.Helper()
 	inUse := max(neighEntries(t, "arp_cache"), neighEntries(t, "ndisc_cache"))
@@ -186,6 +190,16 @@ func neighbourRoom(t *testing.T, need int) {
 		writeSysctlInt(t, path, want)
 		t.Logf("%s raised from %d to %d for the test", path, old, want)
 		t.Cleanup(func() {
+			table := "arp_cache"
+			if strings.Contains(path, "ipv6") {
+				table = "ndisc_cache"
+			}
+			for deadline := time.Now().Add(30 * time.Second); neighEntries(t, table) >= old; time.Sleep(100 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Logf("%s left at %d: the host's table still holds %d entries, at or above %d", path, want, neighEntries(t, table), old)
+					return
+				}
+			}
 			if v, err := sysctlInt(path); err == nil && v == want {
 				writeSysctlInt(t, path, old)
 			}
