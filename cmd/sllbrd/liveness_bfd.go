@@ -351,8 +351,10 @@ func (b *bfdLiveness) states() map[netip.Addr]liveness.State {
 	return out
 }
 
-// stats returns the counters and how many endpoint addresses are not probed
-// for being a router's.
+// stats returns the counters, how many endpoint addresses are not probed
+// for being a router's, each session's state and how many sessions' sockets
+// failed (a session that cannot open its socket, e.g. for want of file
+// descriptors, never comes Up and its address is found dead).
 func (b *bfdLiveness) stats() metrics.LivenessBFDCounts {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -361,6 +363,12 @@ func (b *bfdLiveness) stats() metrics.LivenessBFDCounts {
 	n.SessionUp = make(map[netip.Addr]bool, len(b.sessions))
 	for a, s := range b.sessions {
 		n.SessionUp[a] = s.machine.up
+		if b.server == nil {
+			continue
+		}
+		if st, ok := b.server.Stats(s.key); ok && st.SocketError != "" {
+			n.SocketErrors++
+		}
 	}
 	return n
 }

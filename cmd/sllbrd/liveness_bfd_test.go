@@ -23,12 +23,14 @@ type fakeBFDServer struct {
 	discs    map[bfd.Key]uint32
 	next     uint32
 	addErr   map[netip.Addr]error
+	sockErr  map[netip.Addr]string // a session's SocketError
 	calls    []string
 	handler  func(bfd.Event)
 }
 
 func newFakeBFDServer() *fakeBFDServer {
-	return &fakeBFDServer{sessions: map[bfd.Key]bfd.SessionConfig{}, discs: map[bfd.Key]uint32{}, addErr: map[netip.Addr]error{}}
+	return &fakeBFDServer{sessions: map[bfd.Key]bfd.SessionConfig{}, discs: map[bfd.Key]uint32{}, addErr: map[netip.Addr]error{},
+		sockErr: map[netip.Addr]string{}}
 }
 
 func (f *fakeBFDServer) Add(c bfd.SessionConfig) error {
@@ -67,7 +69,7 @@ func (f *fakeBFDServer) Remove(k bfd.Key) error {
 
 func (f *fakeBFDServer) Stats(k bfd.Key) (bfd.Stats, bool) {
 	_, ok := f.sessions[k]
-	return bfd.Stats{Key: k, SessionStats: bfd.SessionStats{LocalDiscriminator: f.discs[k]}}, ok
+	return bfd.Stats{Key: k, SessionStats: bfd.SessionStats{LocalDiscriminator: f.discs[k]}, SocketError: f.sockErr[k.Peer]}, ok
 }
 
 func (f *fakeBFDServer) takeCalls() []string {
@@ -230,8 +232,12 @@ func TestBFDLivenessEvents(t *testing.T) {
 		t.Errorf("counts %+v, want one peer stopped, no new death", n)
 	}
 	srv.event(bfdAddrB, toUp)
-	if n := b.stats(); !maps.Equal(n.SessionUp, map[netip.Addr]bool{bfdAddrA: false, bfdAddrB: true}) {
-		t.Errorf("sessions up %v, want B's only", n.SessionUp)
+	if n := b.stats(); !maps.Equal(n.SessionUp, map[netip.Addr]bool{bfdAddrA: false, bfdAddrB: true}) || n.SocketErrors != 0 {
+		t.Errorf("sessions up %v, socket errors %d, want B's only, none", n.SessionUp, n.SocketErrors)
+	}
+	srv.sockErr[bfdAddrA] = "bfd: socket: too many open files"
+	if n := b.stats(); n.SocketErrors != 1 {
+		t.Errorf("socket errors %d, want A's", n.SocketErrors)
 	}
 }
 

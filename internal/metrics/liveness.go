@@ -69,6 +69,9 @@ type LivenessBFDCounts struct {
 	RouterAddresses int
 	// SessionUp says, per BFD-probed address, whether its session is Up.
 	SessionUp map[netip.Addr]bool
+	// SocketErrors is how many of those sessions failed to open or write
+	// their socket the last time they tried.
+	SocketErrors int
 }
 
 var (
@@ -109,6 +112,9 @@ var (
 	livenessBFDSessionUpDesc = prometheus.NewDesc("sllbrd_liveness_bfd_session_up",
 		"Whether the BFD session with a BFD-probed endpoint address is Up (the sllbrd_bfd_* series are the gateway routers' sessions only).",
 		[]string{"address"}, nil)
+	livenessBFDSocketErrorsDesc = prometheus.NewDesc("sllbrd_liveness_bfd_socket_errors",
+		"BFD sessions of endpoint addresses whose last attempt to open or write their socket failed (a session without a socket never comes up: see RLIMIT_NOFILE).",
+		nil, nil)
 	livenessBFDRoutersDesc = prometheus.NewDesc("sllbrd_liveness_bfd_router_addresses",
 		"Endpoint addresses of Services probed by BFD that are not BFD-probed because a gateway router has the address.", nil, nil)
 )
@@ -129,7 +135,7 @@ func (c *LivenessCollector) Describe(ch chan<- *prometheus.Desc) {
 		livenessAliveDesc, livenessTransitionsDesc, livenessAddressesDesc, livenessSentDesc,
 		livenessSendErrorsDesc, livenessRepliesDesc, livenessReceiveErrorsDesc, livenessReceiveDropsDesc,
 		livenessMovesDesc, livenessEventsDesc, livenessFailuresDesc, livenessBFDDeadDesc, livenessBFDStoppedDesc, livenessBFDErrorsDesc,
-		livenessBFDRoutersDesc, livenessBFDSessionUpDesc,
+		livenessBFDRoutersDesc, livenessBFDSessionUpDesc, livenessBFDSocketErrorsDesc,
 	} {
 		ch <- d
 	}
@@ -179,6 +185,7 @@ func (c *LivenessCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- counter(livenessBFDStoppedDesc, b.PeerStopped)
 	ch <- gauge(livenessBFDRoutersDesc, float64(b.RouterAddresses))
+	ch <- gauge(livenessBFDSocketErrorsDesc, float64(b.SocketErrors))
 	for a, up := range b.SessionUp {
 		ch <- gauge(livenessBFDSessionUpDesc, boolGauge(up), a.String())
 	}

@@ -31,7 +31,7 @@ func livenessSample() fakeLiveness {
 				Ignored: liveness.Ignored{Malformed: 4, ForeignID: 5, WrongSource: 6, UnknownSequence: 7, PayloadMismatch: 8}},
 			Alive: 1, Dead: 1, Down: 3, Up: 2, NeededMoves: 5461, NeedlessMoves: 12, EventsRecorded: 4, EventsLimited: 1, ProberFailures: 1,
 			BFD: LivenessBFDCounts{NeverUp: 1, SessionDown: 2, PeerStopped: 3, AddErrors: 4, UpdateErrors: 5, RemoveErrors: 6,
-				InvalidConfigs: 7, RouterAddresses: 8,
+				InvalidConfigs: 7, RouterAddresses: 8, SocketErrors: 9,
 				SessionUp: map[netip.Addr]bool{netip.MustParseAddr("169.111.100.12"): true, netip.MustParseAddr("fd00:111::12"): false}},
 		},
 	}
@@ -123,10 +123,13 @@ sllbrd_liveness_bfd_session_errors_total{operation="update"} 5
 # TYPE sllbrd_liveness_bfd_session_up gauge
 sllbrd_liveness_bfd_session_up{address="169.111.100.12"} 1
 sllbrd_liveness_bfd_session_up{address="fd00:111::12"} 0
+# HELP sllbrd_liveness_bfd_socket_errors BFD sessions of endpoint addresses whose last attempt to open or write their socket failed (a session without a socket never comes up: see RLIMIT_NOFILE).
+# TYPE sllbrd_liveness_bfd_socket_errors gauge
+sllbrd_liveness_bfd_socket_errors 9
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(bfdCounts), "sllbrd_liveness_bfd_dead_total",
 		"sllbrd_liveness_bfd_peer_stopped_total", "sllbrd_liveness_bfd_router_addresses",
-		"sllbrd_liveness_bfd_session_errors_total", "sllbrd_liveness_bfd_session_up"); err != nil {
+		"sllbrd_liveness_bfd_session_errors_total", "sllbrd_liveness_bfd_session_up", "sllbrd_liveness_bfd_socket_errors"); err != nil {
 		t.Fatal(err)
 	}
 }
