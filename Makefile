@@ -71,7 +71,7 @@ test-node: deps ## The tests on a Kubernetes node (root): bring-up and take-down
 	  KUBEBUILDER_ASSETS=$$assets $(REQUIRE_ENV)=1 $(GO) test -count=1 -p 1 -timeout 40m -v -run '$(NODE_TESTS)' $(NODE_PKGS)
 
 .PHONY: node-up
-node-up: deps ## A single-node Kubernetes cluster on this host (root): kubelet, containerd, kube-proxy, the seed's networks (docs/deploy.md); prints KUBECONFIG. Again: a new one.
+node-up: deps ## A single-node Kubernetes cluster on this host (root): kubelet, containerd, kube-proxy, the seed's networks (docs/node.md); prints KUBECONFIG. Again: a new one.
 	@assets=$$(hack/kube-assets.sh) && $(GO) run ./internal/harness/node/cmd/node up -bin $$assets
 
 .PHONY: node-down

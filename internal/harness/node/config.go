@@ -10,7 +10,7 @@ import (
 )
 
 // The node's name and its fixed addresses. They are documented in
-// docs/deploy.md ("A node to try it on") and must change with it.
+// docs/node.md ("A node to try it on") and must change with it.
 const (
 	// Name is the Node object's name (the kubelet's --hostname-override).
 	Name = "sllbrd-node"
