@@ -78,11 +78,10 @@ func TestIntegrationLivenessScale(t *testing.T) {
 		t.Errorf("at rest: %.0f probes/s, want %.0f (one per address per interval)", on.probes, want)
 	}
 	noSkip := measureWithoutSkipRules(t, l, inst, *scaleRest)
+	// A figure for docs/performance.md, not a check: CPU is shown by
+	// benchmarks (dataplane/route BenchmarkForward), never by a timed test.
 	t.Logf("sllbrd at rest with %d endpoint addresses probed: %.1f m of CPU with the skip rules, %.1f m without them (%.2f x)",
 		2*n, on.milli, noSkip.milli, on.milli/noSkip.milli)
-	if on.milli >= noSkip.milli {
-		t.Errorf("sllbrd at rest: %.1f m with the skip rules, %.1f m without: want less with them", on.milli, noSkip.milli)
-	}
 
 	// t2 dies: its flows move to the targets explain names, nothing else.
 	served := make([]map[lab.Flow]string, 0, 2)
