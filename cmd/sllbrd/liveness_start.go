@@ -113,7 +113,9 @@ func kubeEventSink(rec events.EventRecorder, client kubernetes.Interface, namesp
 }
 
 // endpointOf returns a reference to the endpoint of service's EndpointSlices
-// that lists addr (nil: none does).
+// that lists addr (nil: none does). They are the slices the SLLBR balances
+// to, selected as kube/translate selects them (by the service-name label,
+// the seed's contract): the Event points at what the SLLBR programmed.
 func endpointOf(ctx context.Context, client kubernetes.Interface, namespace, service string, addr netip.Addr) (*corev1.ObjectReference, error) {
 	list, err := client.DiscoveryV1().EndpointSlices(namespace).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + service})
 	if err != nil {
