@@ -45,8 +45,8 @@ var _ admin.Backend = (*adminBackend)(nil)
 // endpoint reports its packets whichever path decided them. Each call
 // reads the kernel's counter objects once (one netlink dump): show makes
 // one call per request and looks every route and endpoint address up in
-// it, never one read per address (at 1,000 dual-stack endpoints, one dump
-// per address took show past its 10 s timeout).
+// it, never one read per address (one dump per address makes show's time
+// grow with the square of the endpoints).
 type kernelCounts interface {
 	EachRoute(f func(route, service string, c dataplane.Count))
 	EachEndpoint(f func(service string, id int, addr string, c dataplane.Count))

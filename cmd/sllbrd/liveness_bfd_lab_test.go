@@ -202,13 +202,11 @@ func (c *cluster) probedBy(probe string, targets []string, alive bool) bool {
 
 // reportBFDDeaths reports the endpoints the SLLBRs found dead by BFD so
 // far (when, for the message), with the SLLBRs' and the targets' BFD log
-// lines. Expected none; seen in about one run of eight while the sessions
-// came up: package bfd marshals packets under its lock and writes them
-// after, so a periodic Down collected just before a received packet moved
-// the session to Init can leave after that Init; the peer, Up by then,
-// goes Down (Neighbor Signaled Session Down) and the endpoint is out for a
-// hold-down. Reported, not failed: the freeze below is what this test
-// measures, and it counts its own transition.
+// lines. Expected none: a session that flaps while coming up (a stale Down
+// written after a newer packet, which package bfd now prevents by writing
+// each session's packets in the order they were built) takes its endpoint
+// out for a hold-down. Reported, not failed: the freeze below is what this
+// test measures, and it counts its own transition.
 func (c *cluster) reportBFDDeaths(when string) (flapped bool) {
 	c.t.Helper()
 	dead := 0.0

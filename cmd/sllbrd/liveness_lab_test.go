@@ -233,8 +233,8 @@ func checkExplained(t *testing.T, inst *e2e.Instance, s *askStream, tls map[stri
 }
 
 // checkNeedless checks that n flows of live targets of live moved needlessly
-// are few (Maglev moves about 0.2% of a table's entries needlessly when
-// one of three endpoints leaves: 2 flows, or 5%, is plenty), and that the
+// are few (Maglev's needless moves are a small share of a table's entries,
+// docs/liveness.md: 2 flows, or 5 %, is a bound with room), and that the
 // entries moved were counted.
 func checkNeedless(t *testing.T, inst *e2e.Instance, what string, n, live int) {
 	t.Helper()

@@ -16,9 +16,8 @@
 //     catch-all, so it continues at Min+2 whether it walks them or not. It
 //     spares every such packet (replies from targets, the SLLBR's own
 //     traffic: probes, BGP, BFD, and their replies, each route lookup and
-//     source validation) the walk over one rule per endpoint: at 1,000
-//     endpoints that walk was 40 % of sllbrd's CPU at rest (see
-//     docs/performance.md). While no rule has priority Min+2 (no return
+//     source validation) the walk over one rule per endpoint, a cost that
+//     grows with the endpoints (figures in docs/performance.md). While no rule has priority Min+2 (no return
 //     path) the kernel leaves the goto unresolved and skips it, as if it
 //     were absent (6.18: such packets walk on to the main table); it is
 //     resolved as soon as a rule at Min+2 is added, and unresolved again
