@@ -15,6 +15,14 @@ const (
 	DefaultDetectMultiplier = 3
 )
 
+// UpSlack is how long past its detection time a caller waiting for a new
+// session to come Up should allow: a session not Up sends at most once
+// every slowTxInterval, so coming Up takes a second or two once both sides
+// run theirs. The SLLBR's endpoint sessions and the target side's next-hop
+// sessions both find a peer down that is not Up within Detection +
+// UpSlack of being added.
+const UpSlack = 3 * time.Second
+
 // slowTxInterval is the minimum Desired Min TX Interval while a session is
 // not Up (RFC 5880 section 6.8.3).
 const slowTxInterval = time.Second

@@ -7,13 +7,6 @@ import (
 	"github.com/sllbrd/sllbrd/internal/liveness"
 )
 
-// bfdStartSlack is what the start grace of a BFD-probed address adds to its
-// detection time: a session not Up sends at most once a second (RFC 5880
-// section 6.8.3), so coming Up takes about a second or two after both
-// sides have theirs, and the target side sets its own up only once the
-// controller has written the Gateway's BFD timing into the pod.
-const bfdStartSlack = 3 * time.Second
-
 // bfdCause says why a BFD-probed address was found dead.
 type bfdCause uint8
 
@@ -47,7 +40,7 @@ type bfdChange struct {
 // the semantics of the ICMP prober's (internal/liveness): it starts alive
 // (the API said ready); it is dead when its session leaves Up (Down, the
 // detection time expired) or when no session came Up within the start grace
-// (Detection + bfdStartSlack) after it was added; it is alive again once its
+// (Detection + bfd.UpSlack) after it was added; it is alive again once its
 // session has been Up for HoldDown without leaving Up. A session the target
 // side takes down on purpose (AdminDown: `sllbrd target` restarting or
 // being upgraded, or the pod's BFD timing removed) is no failure of the
@@ -72,7 +65,7 @@ func newBFDMachine(cfg liveness.Config, now time.Time) *bfdMachine {
 
 // grace is how long after it was added an address whose session never came
 // Up stays alive.
-func (m *bfdMachine) grace() time.Duration { return m.cfg.Detection() + bfdStartSlack }
+func (m *bfdMachine) grace() time.Duration { return m.cfg.Detection() + bfd.UpSlack }
 
 // session applies a transition of the address's session at now. A session
 // going AdminDown here is our own Remove or Shutdown (the SLLBR stopping),

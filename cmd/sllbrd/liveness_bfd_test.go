@@ -305,13 +305,13 @@ func TestBFDLivenessRun(t *testing.T) {
 	start := time.Now()
 	b.set([]liveness.Target{{Addr: bfdAddrA, Config: cfg}}, nil, nil)
 	for len(b.dead()) == 0 {
-		if time.Since(start) > bfdStartSlack+5*time.Second {
+		if time.Since(start) > bfd.UpSlack+5*time.Second {
 			t.Fatal("not dead long after the start grace")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if took := time.Since(start); took < bfdStartSlack {
-		t.Errorf("dead after %v, before the start grace %v", took, bfdStartSlack+cfg.Detection())
+	if took := time.Since(start); took < bfd.UpSlack {
+		t.Errorf("dead after %v, before the start grace %v", took, bfd.UpSlack+cfg.Detection())
 	}
 	if cs := log.take(); len(cs) != 1 || cs[0].cause != bfdNeverUp {
 		t.Errorf("changes %+v, want one, never up", cs)

@@ -30,7 +30,7 @@
 //     clock-driven): a next hop is down while its session is not Up once it
 //     has been Up (the detection time expired, or the SLLBR took it down
 //     with AdminDown: it is stopping), or when it has not come Up within
-//     Multiplier × Interval + StartSlack of being added; it is up again at
+//     Multiplier × Interval + bfd.UpSlack of being added; it is up again at
 //     its session's first Up, with no hold-down (the reply path keeps no
 //     state: any SLLBR forwards any reply). DownChanged is signalled when
 //     the set changes (coalesced), from session events and the start

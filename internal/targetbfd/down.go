@@ -12,7 +12,7 @@ import (
 
 // Down returns the next hops found down (sorted): those whose session is
 // not Up once it has been Up, or was taken down by the SLLBR (AdminDown),
-// or has not come Up within Multiplier × Interval + StartSlack of being
+// or has not come Up within Multiplier × Interval + bfd.UpSlack of being
 // added. The agent leaves them out of their Gateways' routes
 // (targetnet.Gateway.Down) and hands them back in Set (Gateway.Down), so
 // that they keep their sessions and come back as soon as these are Up.

@@ -35,14 +35,14 @@ func TestRunnerDown(t *testing.T) {
 	r.health.set(a, 1, detection, t0)
 	r.health.set(b, 2, detection, t0)
 	r.hmu.Unlock()
-	if next := r.evaluate(); !next.Equal(t0.Add(detection+StartSlack)) || signalled(r) || len(r.Down()) != 0 {
+	if next := r.evaluate(); !next.Equal(t0.Add(detection+bfd.UpSlack)) || signalled(r) || len(r.Down()) != 0 {
 		t.Fatalf("in the grace: next %v, down %v", next.Sub(t0), r.Down())
 	}
 	r.onEvent(bfd.Event{Key: a, LocalDiscriminator: 1, Transition: bfd.Transition{Old: bfd.StateInit, New: bfd.StateUp}})
 	if signalled(r) {
 		t.Error("a Up in its grace: signalled, nothing changed")
 	}
-	clock = t0.Add(detection + StartSlack)
+	clock = t0.Add(detection + bfd.UpSlack)
 	if next := r.evaluate(); !next.IsZero() || !signalled(r) || !slices.Equal(r.Down(), []netip.Addr{b.Peer}) {
 		t.Fatalf("grace over: next %v, down %v, want b", next, r.Down())
 	}

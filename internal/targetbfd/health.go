@@ -7,13 +7,6 @@ import (
 	"github.com/sllbrd/sllbrd/bfd"
 )
 
-// StartSlack is what a next hop's start grace adds to its detection time
-// (Multiplier × Interval): a session not Up sends at most once a second
-// (RFC 5880 section 6.8.3), so coming Up takes a second or two once both
-// sides run theirs. A next hop whose session has never been Up is found
-// down only after the grace, as the SLLBR finds a target.
-const StartSlack = 3 * time.Second
-
 // Cause says why a next hop is found down.
 type Cause uint8
 
@@ -128,7 +121,7 @@ func (p *peerHealth) cause(now time.Time) Cause {
 	return 0
 }
 
-func (p *peerHealth) graceEnd() time.Time { return p.added.Add(p.detection + StartSlack) }
+func (p *peerHealth) graceEnd() time.Time { return p.added.Add(p.detection + bfd.UpSlack) }
 
 // down returns the next hops down at now, with why.
 func (h *health) down(now time.Time) map[netip.Addr]Cause {

@@ -36,7 +36,7 @@ func (l healthLab) expect(step string, d time.Duration, want map[netip.Addr]Caus
 // TestHealth: the rule that takes a next hop out of its Gateways' routes.
 // Down while its session is not Up once it has been Up (whatever took it
 // down: detection, the peer's AdminDown), or once Multiplier × Interval +
-// StartSlack have passed since it was added without an Up; back at its
+// bfd.UpSlack have passed since it was added without an Up; back at its
 // first Up (no hold-down: the reply path is stateless). Events of another
 // session instance and our own AdminDown change nothing.
 func TestHealth(t *testing.T) {
@@ -44,7 +44,7 @@ func TestHealth(t *testing.T) {
 	a, b := key("169.111.100.1", "net1"), key("169.111.100.2", "net1")
 	l.h.set(a, 11, detection, l.at(0))
 	l.h.set(b, 12, detection, l.at(0))
-	grace := detection + StartSlack
+	grace := detection + bfd.UpSlack
 
 	l.expect("added, in the grace", 0, map[netip.Addr]Cause{})
 	if next := l.h.next(l.at(0)); !next.Equal(l.at(grace)) {
@@ -100,7 +100,7 @@ func TestHealthRestart(t *testing.T) {
 	l.event(a, 1, bfd.StateDown, bfd.StateUp, false)
 	l.event(b, 2, bfd.StateDown, bfd.StateUp, false)
 	l.event(b, 2, bfd.StateUp, bfd.StateDown, false)
-	grace := detection + StartSlack
+	grace := detection + bfd.UpSlack
 	l.expect("before", grace, map[netip.Addr]Cause{b.Peer: CauseSessionDown, c.Peer: CauseNeverUp})
 
 	restart := 20 * time.Second
