@@ -236,15 +236,22 @@ type logEntry struct {
 // logged returns what sllbrd logged since start.
 func logged(t *testing.T, inst *e2e.Instance, start time.Time) []logEntry {
 	t.Helper()
+	return logJSON(t, inst, func(e logEntry) bool { return !e.Time.Before(start) })
+}
+
+// logJSON returns the lines of inst's log (one JSON record each) decoded
+// into T that keep accepts, in order; lines that do not decode are skipped.
+func logJSON[T any](t *testing.T, inst *e2e.Instance, keep func(T) bool) []T {
+	t.Helper()
 	b, err := os.ReadFile(inst.Proc.LogPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []logEntry
+	var out []T
 	for line := range strings.Lines(string(b)) {
-		var e logEntry
-		if json.Unmarshal([]byte(line), &e) == nil && !e.Time.Before(start) {
-			out = append(out, e)
+		var r T
+		if json.Unmarshal([]byte(line), &r) == nil && keep(r) {
+			out = append(out, r)
 		}
 	}
 	return out

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
@@ -362,16 +361,10 @@ type eventLine struct{ Reason, Note string }
 // eventLines returns the Events of service that inst logged.
 func eventLines(t *testing.T, inst *e2e.Instance, service string) []eventLine {
 	t.Helper()
-	b, err := os.ReadFile(inst.Proc.LogPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	type record struct{ Msg, Reason, Service, Note string }
 	var out []eventLine
-	for line := range strings.SplitSeq(string(b), "\n") {
-		var rec struct{ Msg, Reason, Service, Note string }
-		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "endpoint liveness" && rec.Service == service {
-			out = append(out, eventLine{rec.Reason, rec.Note})
-		}
+	for _, rec := range logJSON(t, inst, func(r record) bool { return r.Msg == "endpoint liveness" && r.Service == service }) {
+		out = append(out, eventLine{rec.Reason, rec.Note})
 	}
 	return out
 }

@@ -49,11 +49,7 @@ const scaleApplySlack = time.Second
 // endpoints: the test raises their limits for its run (neighbourRoom).
 func TestIntegrationLivenessScale(t *testing.T) {
 	n := *scaleEndpoints
-	if !*scaleNeighKeep {
-		neighbourRoom(t, n+256)
-	}
-	arp0, nd0 := neighStat(t, "arp_cache"), neighStat(t, "ndisc_cache")
-	l := newScaleLab(t, n)
+	l, checkNoOverflow := newScaleLab(t, n)
 	dir := t.TempDir()
 	if err := writeScaleManifests(dir, n, ""); err != nil {
 		t.Fatal(err)
@@ -139,11 +135,7 @@ func TestIntegrationLivenessScale(t *testing.T) {
 	t.Logf("sllbrd at rest with %d endpoint addresses probed: %.1f m of CPU (%.0f probes/s); with liveness off: %.1f m; probing: %.1f m, %.1f µs per probe and its reply",
 		2*n, on.milli, on.probes, off.milli, on.milli-off.milli, 1000*(on.milli-off.milli)/on.probes)
 
-	arp1, nd1 := neighStat(t, "arp_cache"), neighStat(t, "ndisc_cache")
-	if arp1["table_fulls"] != arp0["table_fulls"] || nd1["table_fulls"] != nd0["table_fulls"] {
-		t.Errorf("the host's neighbour tables overflowed during the test (ARP %d, NDISC %d times)",
-			arp1["table_fulls"]-arp0["table_fulls"], nd1["table_fulls"]-nd0["table_fulls"])
-	}
+	checkNoOverflow()
 }
 
 // waitProbed waits until inst probes alive addresses alive and dead dead.

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
@@ -60,11 +59,26 @@ func scaleTargetOf(n int, a netip.Addr) string {
 }
 
 // newScaleLab builds the lab (one LB, three targets, the kernel dataplane)
-// with the endpoints' addresses of n endpoints.
-func newScaleLab(t *testing.T, n int) *lab.Lab {
+// with the endpoints' addresses of n endpoints, after making room for them
+// in the host's neighbour tables (neighbourRoom, unless
+// -scale.keep-neigh-limits). It returns with it the check, for the end of
+// the test, that those tables never overflowed since.
+func newScaleLab(t *testing.T, n int) (*lab.Lab, func()) {
 	t.Helper()
 	if n < 20 || n > 1000 {
 		t.Fatalf("-scale.endpoints=%d: want 20..1000", n)
+	}
+	if !*scaleNeighKeep {
+		neighbourRoom(t, n+256)
+	}
+	arp0, nd0 := neighStat(t, "arp_cache"), neighStat(t, "ndisc_cache")
+	checkNoOverflow := func() {
+		t.Helper()
+		arp1, nd1 := neighStat(t, "arp_cache"), neighStat(t, "ndisc_cache")
+		if arp1["table_fulls"] != arp0["table_fulls"] || nd1["table_fulls"] != nd0["table_fulls"] {
+			t.Errorf("the host's neighbour tables overflowed during the test (ARP %d, NDISC %d times)",
+				arp1["table_fulls"]-arp0["table_fulls"], nd1["table_fulls"]-nd0["table_fulls"])
+		}
 	}
 	l := dataplaneLab(t, 1, dataplaneKernel)
 	exec1(t, l, lab.LBName(1), "ip", "address", "add", scaleLB4, "dev", lab.TargetLink)
@@ -83,7 +97,7 @@ func newScaleLab(t *testing.T, n int) *lab.Lab {
 			t.Fatalf("%s: ip -batch: %v: %s", tg, err, out)
 		}
 	}
-	return l
+	return l, checkNoOverflow
 }
 
 // startScaleSllbrd starts sllbrd in lb1 (kernel dataplane, two queues,
@@ -290,16 +304,5 @@ type logRecord struct {
 // or after since.
 func logRecords(t *testing.T, inst *e2e.Instance, msg string, since time.Time) []logRecord {
 	t.Helper()
-	b, err := os.ReadFile(inst.Proc.LogPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []logRecord
-	for line := range strings.SplitSeq(string(b), "\n") {
-		var r logRecord
-		if json.Unmarshal([]byte(line), &r) == nil && r.Msg == msg && !r.Time.Before(since) {
-			out = append(out, r)
-		}
-	}
-	return out
+	return logJSON(t, inst, func(r logRecord) bool { return r.Msg == msg && !r.Time.Before(since) })
 }
