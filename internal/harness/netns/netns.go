@@ -21,7 +21,11 @@ func Do(ns string, fn func() error) error {
 	}
 	done := make(chan result, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
+		// The thread goes back to its namespace and is unlocked after fn.
+		// Left locked, it would die with this goroutine, except the main
+		// thread, which the runtime keeps, idle, where it is: in ns, so that
+		// /proc/self/ns/net says ns and ns outlives its deletion.
+		runtime.LockOSThread()
 		var res result
 		defer func() {
 			if p := recover(); p != nil {
@@ -29,6 +33,12 @@ func Do(ns string, fn func() error) error {
 			}
 			done <- res
 		}()
+		own, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			res.err = fmt.Errorf("open the thread's network namespace: %w", err)
+			return // locked: the thread dies, it never left its namespace anyway
+		}
+		defer own.Close()
 		f, err := os.Open(filepath.Join(Dir, ns))
 		if err != nil {
 			res.err = fmt.Errorf("open netns %s: %w", ns, err)
@@ -40,6 +50,11 @@ func Do(ns string, fn func() error) error {
 			res.err = fmt.Errorf("setns %s: %w", ns, err)
 			return
 		}
+		defer func() {
+			if unix.Setns(int(own.Fd()), unix.CLONE_NEWNET) == nil {
+				runtime.UnlockOSThread() // back home: fit for other goroutines
+			}
+		}()
 		res.err = fn()
 	}()
 	res := <-done
