@@ -49,7 +49,15 @@
 // InstallVIPCounters counts, with nftables in an LB, what it forwards to and
 // from the VIPs; OpenStreams keeps long-lived TCP connections exchanging
 // data with the targets' echo ports (Options.EchoPorts), so that a test can
-// count the connections a change breaks.
+// count the connections a change breaks (and, with StallAfter, when each
+// exchange was slow and when each connection broke).
+//
+// StartProbes sends steady, bounded probe traffic from the client to VIPs
+// and reports every probe's outcome: fixed UDP flows, new TCP connections,
+// fragmented UDP and ICMP echo, both families, one loop per kind and VIP
+// (per flow for UDP), none held longer than the probe timeout. Every reply
+// is checked: the responder's reply must name the client's own address and
+// port (no NAT), an echo reply its identifier, sequence number and data.
 //
 // Baseline programs plain kernel forwarding (no sllbrd) so the lab can be
 // proven and its packet rate measured as the reference for sllbrd.

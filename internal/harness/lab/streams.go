@@ -3,6 +3,8 @@ package lab
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -23,6 +25,20 @@ type StreamOptions struct {
 	// Timeout bounds one exchange: an echo not back within it breaks the
 	// connection (default 10 s, longer than TCP's first retransmissions).
 	Timeout time.Duration
+	// PayloadBytes adds that many random bytes (hex in the line, new for
+	// every message) to each message; the echo must match byte for byte
+	// (default 0: the message is just the connection's and the exchange's
+	// numbers; at most 65536).
+	PayloadBytes int
+	// StallAfter records every exchange slower than it as a Stall (default
+	// 0: none recorded).
+	StallAfter time.Duration
+}
+
+// Stall is one exchange slower than StreamOptions.StallAfter.
+type Stall struct {
+	At  time.Time     // when the exchange started
+	RTT time.Duration // how long it took
 }
 
 // StreamStats is what one connection saw.
@@ -32,6 +48,11 @@ type StreamStats struct {
 	Exchanges int           // messages echoed
 	MaxRTT    time.Duration // the slowest exchange
 	Err       error         // why it broke (nil: still fine)
+	// BrokeAt is when the exchange that broke the connection started (zero
+	// while it is fine): the first moment the connection was seen failing,
+	// up to Timeout before the failure was detected.
+	BrokeAt time.Time
+	Stalls  []Stall // exchanges slower than StallAfter, oldest first
 }
 
 // Streams are open long-lived connections; Close them.
@@ -43,6 +64,8 @@ type Streams struct {
 	stats []StreamStats
 	once  sync.Once
 }
+
+const maxStreamPayload = 65536
 
 func (o StreamOptions) withDefaults() (StreamOptions, error) {
 	if !o.VIP.IsValid() || o.Port == 0 {
@@ -59,6 +82,12 @@ func (o StreamOptions) withDefaults() (StreamOptions, error) {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
+	}
+	if o.PayloadBytes < 0 || o.PayloadBytes > maxStreamPayload {
+		return o, fmt.Errorf("streams: payload of %d bytes, want 0..%d", o.PayloadBytes, maxStreamPayload)
+	}
+	if o.StallAfter < 0 {
+		return o, fmt.Errorf("streams: negative StallAfter %v", o.StallAfter)
 	}
 	return o, nil
 }
@@ -120,6 +149,7 @@ func (s *Streams) greet(conns []*net.TCPConn) error {
 func (s *Streams) exchange(i int, c *net.TCPConn) {
 	defer c.Close()
 	rd := bufio.NewReader(c)
+	payload := make([]byte, s.opts.PayloadBytes)
 	tick := time.NewTicker(s.opts.Interval)
 	defer tick.Stop()
 	for n := 0; ; n++ {
@@ -128,8 +158,9 @@ func (s *Streams) exchange(i int, c *net.TCPConn) {
 			return
 		case <-tick.C:
 		}
+		_, _ = rand.Read(payload) // never fails (crypto/rand contract)
+		msg := streamMessage(i, n, payload)
 		start := time.Now()
-		msg := fmt.Sprintf("%d %d\n", i, n)
 		_ = c.SetDeadline(start.Add(s.opts.Timeout))
 		_, err := c.Write([]byte(msg))
 		var got string
@@ -141,11 +172,17 @@ func (s *Streams) exchange(i int, c *net.TCPConn) {
 		}
 		s.mu.Lock()
 		st := &s.stats[i]
-		if err != nil {
+		rtt := time.Since(start)
+		switch {
+		case err != nil:
 			st.Err = fmt.Errorf("%s after %d exchanges: %w", st.Flow, st.Exchanges, err)
-		} else {
+			st.BrokeAt = start
+		default:
 			st.Exchanges++
-			st.MaxRTT = max(st.MaxRTT, time.Since(start))
+			st.MaxRTT = max(st.MaxRTT, rtt)
+			if s.opts.StallAfter > 0 && rtt > s.opts.StallAfter {
+				st.Stalls = append(st.Stalls, Stall{At: start, RTT: rtt})
+			}
 		}
 		s.mu.Unlock()
 		if err != nil {
@@ -154,11 +191,25 @@ func (s *Streams) exchange(i int, c *net.TCPConn) {
 	}
 }
 
-// Stats returns what every connection saw so far.
+// streamMessage is exchange n of connection i: its numbers, then the
+// payload in hex when there is one, and a newline.
+func streamMessage(i, n int, payload []byte) string {
+	if len(payload) == 0 {
+		return fmt.Sprintf("%d %d\n", i, n)
+	}
+	return fmt.Sprintf("%d %d %s\n", i, n, hex.EncodeToString(payload))
+}
+
+// Stats returns what every connection saw so far (copies: the caller may
+// keep them while the exchanges go on).
 func (s *Streams) Stats() []StreamStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]StreamStats(nil), s.stats...)
+	out := append([]StreamStats(nil), s.stats...)
+	for i := range out {
+		out[i].Stalls = append([]Stall(nil), out[i].Stalls...)
+	}
+	return out
 }
 
 // Close stops the exchanges, closes the connections and returns the stats.
