@@ -58,6 +58,8 @@ type applier struct {
 	// moved counts the Maglev entries a change of the dead set moved (nil:
 	// not counted).
 	moved func(tableMoves)
+	// returnPath opens readiness once a return path is programmed.
+	returnPath returnPathLatch
 
 	announced []netip.Addr        // VIPs last announced
 	dead      map[netip.Addr]bool // the dead set of the last apply the dataplane accepted
@@ -81,6 +83,9 @@ func (a *applier) apply(ctx context.Context, want reconcile.Desired) error {
 	// whose Service has no live ready endpoint left is withdrawn.
 	res, dpErr := a.dataplane.Apply(withoutDead(want.State, want.Dead), gateways)
 	a.countMoves(want, dpErr)
+	if dpErr == nil && want.State != nil {
+		a.returnPath.observe(want.State.Routers, gateways)
+	}
 	a.releaseAtRest()
 	if !res.RetireAt.IsZero() && a.rerunBy != nil {
 		a.rerunBy(res.RetireAt)

@@ -169,6 +169,9 @@ func (d *daemon) ready() (bool, []string) {
 	if s := d.loop.Status(); !s.Ready() {
 		why = append(why, s.Reason())
 	}
+	if ok, reason := d.applier.returnPath.ready(); !ok {
+		why = append(why, reason)
+	}
 	return len(why) == 0, why
 }
 
