@@ -16,6 +16,13 @@ TIMED_PKG    := ./cmd/sllbrd/
 # (fixed bridges and directories), so `make test` runs them last, one package at a time.
 NODE_TESTS   := ^(TestIntegrationNodeUpDown|TestIntegrationCRINetNS|TestIntegrationOnNode)$$
 NODE_PKGS    := ./internal/harness/node/ ./internal/cri/ ./internal/harness/e2e/onnode/
+# The soak (cmd/sllbrd TestIntegrationSoak, docs/reliability.md): `make soak` runs it for
+# SOAK_DURATION (SOAK_SEED replays a run's fault schedule; 0 draws one). `make test` leaves it out
+# until it passes: it fails on what it found (docs/reliability.md, "Findings").
+SOAK_TEST     := ^TestIntegrationSoak$$
+SOAK_DURATION ?= 10m
+SOAK_SEED     ?= 0
+SOAK_TIMEOUT  ?= 60m
 # Fuzz targets run for FUZZTIME each by `make test` (package:FuzzName).
 FUZZ_TARGETS := $(shell cat hack/fuzz-targets.txt 2>/dev/null)
 
@@ -59,11 +66,17 @@ kube-assets: ## Build kube-apiserver and etcd from the Go module proxy (cached o
 test: deps vet ## Every test, as root: unit tests with -race, then all tests with integration prerequisites (netns, nft, BIRD, a real kube-apiserver) required, the timed ones alone, the node's (kubelet, containerd, deploy/) alone at the end, then short fuzzing.
 	$(UNIT_ENV) $(GO) test -race -count=1 -short -timeout 20m $(PKGS)
 	@assets=$$(hack/kube-assets.sh) && \
-	  KUBEBUILDER_ASSETS=$$assets $(REQUIRE_ENV)=1 $(GO) test -count=1 -timeout 60m -skip '$(TIMED_TESTS)|$(NODE_TESTS)' $(PKGS)
+	  KUBEBUILDER_ASSETS=$$assets $(REQUIRE_ENV)=1 $(GO) test -count=1 -timeout 60m -skip '$(TIMED_TESTS)|$(NODE_TESTS)|$(SOAK_TEST)' $(PKGS)
 	@assets=$$(hack/kube-assets.sh) && \
 	  KUBEBUILDER_ASSETS=$$assets $(REQUIRE_ENV)=1 $(GO) test -count=1 -timeout 20m -v -run '$(TIMED_TESTS)' $(TIMED_PKG)
 	@$(MAKE) --no-print-directory test-node
 	@hack/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
+
+.PHONY: soak
+soak: deps ## The soak (root): the whole system under traffic of every kind and a seeded schedule of overlapping faults for SOAK_DURATION (default 10m; SOAK_SEED=n replays a run); the report goes to bin/soak-report.md (docs/reliability.md).
+	@mkdir -p bin && assets=$$(hack/kube-assets.sh) && \
+	  KUBEBUILDER_ASSETS=$$assets $(REQUIRE_ENV)=1 $(GO) test -count=1 -timeout $(SOAK_TIMEOUT) -v -run '$(SOAK_TEST)' ./cmd/sllbrd/ \
+	  -args -soak.duration=$(SOAK_DURATION) -soak.seed=$(SOAK_SEED) -soak.report=$(CURDIR)/bin/soak-report.md
 
 .PHONY: test-node
 test-node: deps ## The tests on a Kubernetes node (root): bring-up and take-down, then deploy/ as a user applies it with traffic end to end (about 10 min; uses a node of make node-up if one is up).

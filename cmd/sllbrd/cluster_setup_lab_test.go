@@ -56,6 +56,7 @@ type cluster struct {
 	kube     kubernetes.Interface // admin
 	dyn      *kubetest.Client
 	bird     *lab.BIRD
+	birdCfg  lab.BIRDConfig
 	ctl      *controllerProc
 	lbs      map[int]*e2e.Instance
 	sidecars map[int]*lab.Process
@@ -88,10 +89,25 @@ func mgmtSubnet(l *lab.Lab) (string, netip.Prefix) {
 // VIP or route), a management network from the test to every LB and
 // target, kube-apiserver on it, the objects (sllbrd's deploy/ and the
 // seed's examples), BIRD, the controller, and sllbrd in lb1 and lb2.
-func newCluster(t *testing.T) *cluster {
+func newCluster(t *testing.T) *cluster { return newClusterWith(t, clusterOptions{}) }
+
+// clusterOptions change newCluster's lab.
+type clusterOptions struct {
+	udpPorts []uint16      // the responders' UDP ports (default none)
+	timeout  time.Duration // the cluster's context (default 10 minutes)
+}
+
+// newClusterWith is newCluster with o.
+func newClusterWith(t *testing.T, o clusterOptions) *cluster {
+	if o.udpPorts == nil {
+		o.udpPorts = []uint16{}
+	}
+	if o.timeout == 0 {
+		o.timeout = 10 * time.Minute
+	}
 	l := labWith(t, lab.Options{LBs: 3, Targets: 4, TargetsWithoutVIPs: true,
-		TCPPorts: []uint16{flowPort}, UDPPorts: []uint16{}, EchoPorts: []uint16{echoPort}, Logger: t})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		TCPPorts: []uint16{flowPort}, UDPPorts: o.udpPorts, EchoPorts: []uint16{echoPort}, Logger: t})
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	t.Cleanup(cancel)
 	c := &cluster{t: t, ctx: ctx, lab: l, lbs: map[int]*e2e.Instance{}, sidecars: map[int]*lab.Process{},
 		base: map[netip.Addr]map[lab.Flow]string{}}
@@ -116,7 +132,7 @@ func newCluster(t *testing.T) *cluster {
 	c.applySeed()
 	cfg := l.DefaultBIRDConfig() // all three LBs as neighbours
 	cfg.BFD = &lab.BFDConfig{MinRx: 300 * time.Millisecond, MinTx: 300 * time.Millisecond, Multiplier: 5}
-	c.bird = startBIRD(t, l, cfg)
+	c.bird, c.birdCfg = startBIRD(t, l, cfg), cfg
 	for _, lb := range l.LBs() {
 		if err := l.InstallVIPCounters(ctx, lb, l.VIPs()); err != nil {
 			t.Fatal(err)
@@ -124,6 +140,9 @@ func newCluster(t *testing.T) *cluster {
 	}
 	c.ctl = startControllerProc(t, c.cp.Kubeconfig(controllerSA.Name), clusterNS)
 	c.sidecarBin, c.sidecarLimit = sidecarBinary(t, l), sidecarMemoryLimit(t)
+	if raceEnabled { // the race detector's shadow memory: 5-10x (Go's race detector documentation)
+		c.sidecarLimit *= 10
+	}
 	return c
 }
 

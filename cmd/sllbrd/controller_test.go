@@ -48,7 +48,11 @@ func buildSllbrd(t testing.TB) string {
 			t.Fatal(err)
 		}
 		sllbrdBinaryDir = dir
-		if sllbrdBinary, err = e2e.Build(context.Background(), root, dir); err != nil {
+		build := e2e.Build
+		if raceEnabled { // the test runs with -race: so do the processes it starts
+			build = e2e.BuildRace
+		}
+		if sllbrdBinary, err = build(context.Background(), root, dir); err != nil {
 			t.Fatal(err)
 		}
 	}

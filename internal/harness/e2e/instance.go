@@ -25,6 +25,13 @@ func Build(ctx context.Context, root, dir string) (string, error) {
 	return goBuild(ctx, root, "./cmd/sllbrd", filepath.Join(dir, "sllbrd"))
 }
 
+// BuildRace compiles cmd/sllbrd with the race detector (which needs cgo)
+// into dir and returns the binary's path: a data race in any role then
+// ends the process with the race report in its log.
+func BuildRace(ctx context.Context, root, dir string) (string, error) {
+	return goBuildEnv(ctx, root, "./cmd/sllbrd", filepath.Join(dir, "sllbrd"), "CGO_ENABLED=1", "-race")
+}
+
 // BuildRelease compiles cmd/sllbrd like `make build` and the image do
 // (static, -trimpath, no symbol table or DWARF) into dir/sllbrd-release:
 // the binary whose memory is measured.
@@ -41,9 +48,14 @@ func BuildReleaseOf(ctx context.Context, root, pkg, bin string) (string, error) 
 // goBuild compiles the package pkg of the module at root, statically
 // (CGO_ENABLED=0) and with flags, to bin, and returns bin.
 func goBuild(ctx context.Context, root, pkg, bin string, flags ...string) (string, error) {
+	return goBuildEnv(ctx, root, pkg, bin, "CGO_ENABLED=0", flags...)
+}
+
+// goBuildEnv is goBuild with cgo set by cgo ("CGO_ENABLED=0" or "=1").
+func goBuildEnv(ctx context.Context, root, pkg, bin, cgo string, flags ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", append(append([]string{"build"}, flags...), "-o", bin, pkg)...)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), cgo)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 	}
