@@ -54,10 +54,13 @@
 //
 // StartProbes sends steady, bounded probe traffic from the client to VIPs
 // and reports every probe's outcome: fixed UDP flows, new TCP connections,
-// fragmented UDP and ICMP echo, both families, one loop per kind and VIP
-// (per flow for UDP), none held longer than the probe timeout. Every reply
-// is checked: the responder's reply must name the client's own address and
-// port (no NAT), an echo reply its identifier, sequence number and data.
+// fragmented UDP, ICMP echo and SCTP INITs, both families, one loop per kind
+// and VIP (per flow for UDP), none held longer than the probe timeout. Every
+// reply is checked: the responder's reply must name the client's own
+// address and port (no NAT), an echo reply its identifier, sequence number
+// and data, the target kernel's ICMP error for an INIT (this kernel has no
+// SCTP) must come from the VIP and quote that INIT. Targets send ICMP
+// errors without the per-destination rate limit, for those answers.
 //
 // Baseline programs plain kernel forwarding (no sllbrd) so the lab can be
 // proven and its packet rate measured as the reference for sllbrd.

@@ -24,18 +24,28 @@ type pingProber struct {
 }
 
 func (p *pingProber) open() error {
-	network := "ip4:icmp"
-	if p.vip.Is6() {
-		network = "ip6:ipv6-icmp"
-	}
 	client := ClientAddrs().For(p.vip)
-	c, err := net.ListenIP(network, &net.IPAddr{IP: client.AsSlice()})
+	c, err := listenICMP(client)
 	if err != nil {
-		return fmt.Errorf("%s from %s: %w", p.kind, client, err)
+		return fmt.Errorf("%s: %w", p.kind, err)
 	}
 	p.conn = c
 	p.flow = fmt.Sprintf("icmp %s->%s id %d", client, p.vip, p.o.PingID)
 	return nil
+}
+
+// listenICMP opens a raw ICMP (or ICMPv6) socket bound to local: it gets a
+// copy of every ICMP message to local, whoever else handles it.
+func listenICMP(local netip.Addr) (*net.IPConn, error) {
+	network := "ip4:icmp"
+	if local.Is6() {
+		network = "ip6:ipv6-icmp"
+	}
+	c, err := net.ListenIP(network, &net.IPAddr{IP: local.AsSlice()})
+	if err != nil {
+		return nil, fmt.Errorf("icmp socket on %s: %w", local, err)
+	}
+	return c, nil
 }
 
 func (p *pingProber) close() error {

@@ -41,6 +41,15 @@ type ProbeOptions struct {
 	// 0x5011) every Interval to each VIP from a raw socket.
 	Ping   bool
 	PingID uint16
+	// SCTPPort enables "sctp" probes (0: none): one fixed association per
+	// VIP, from port SCTPSrcPort+v (default 20000; SCTP ports are apart
+	// from UDP's) to SCTPPort, whose INIT goes out from a raw socket every
+	// Interval with a new initiate tag. The lab's targets have no SCTP in
+	// their kernel: the answer is the target kernel's ICMP protocol
+	// unreachable (IPv4) or ICMPv6 parameter problem "unrecognized Next
+	// Header", from the VIP, quoting the INIT unchanged.
+	SCTPPort    uint16
+	SCTPSrcPort uint16
 	// Timeout bounds one probe (default 1 s, at most 10 s): a reply later
 	// than that is a failed sample, and a probe holds its kind's loop no
 	// longer than that.
@@ -50,14 +59,15 @@ type ProbeOptions struct {
 // ProbeResult is one probe's outcome.
 type ProbeResult struct {
 	At time.Time // when the probe was sent (tcp: when the dial began)
-	// Kind is "udp4", "udp6", "tcp4", "tcp6", "frag4", "frag6", "ping4"
-	// or "ping6".
+	// Kind is "udp4", "udp6", "tcp4", "tcp6", "frag4", "frag6", "ping4",
+	// "ping6", "sctp4" or "sctp6".
 	Kind string
-	// Flow names a fixed flow (udp, frag: Flow.String(); ping: "icmp
-	// client->VIP id N"); "" for tcp, a new connection each probe.
+	// Flow names a fixed flow (udp, frag, sctp: Flow.String(), e.g. "sctp
+	// 10.100.0.2:20000->20.0.0.1:9"; ping: "icmp client->VIP id N"); ""
+	// for tcp, a new connection each probe.
 	Flow string
-	// Target answered ("" when Err is set, and for pings: an echo reply
-	// does not say who sent it).
+	// Target answered ("" when Err is set, and for pings and sctp: an
+	// echo reply or an ICMP error does not say who sent it).
 	Target string
 	RTT    time.Duration // from sending to the reply, or to the failure
 	Err    error         // nil: answered, and the reply checked
@@ -95,11 +105,14 @@ func (o ProbeOptions) withDefaults() (ProbeOptions, error) {
 		}
 		seen[v] = true
 	}
-	if o.UDPPort == 0 && o.TCPPort == 0 && !o.Ping {
-		return o, errors.New("probes: nothing to probe (no UDPPort, TCPPort or Ping)")
+	if o.UDPPort == 0 && o.TCPPort == 0 && o.SCTPPort == 0 && !o.Ping {
+		return o, errors.New("probes: nothing to probe (no UDPPort, TCPPort, SCTPPort or Ping)")
 	}
 	if o.FragSrcPort != 0 && o.UDPPort == 0 {
 		return o, errors.New("probes: FragSrcPort without UDPPort")
+	}
+	if o.SCTPSrcPort != 0 && o.SCTPPort == 0 {
+		return o, errors.New("probes: SCTPSrcPort without SCTPPort")
 	}
 	o.UDPFlows = orDefault(o.UDPFlows, 4)
 	o.UDPSrcBase = orDefault(o.UDPSrcBase, 20000)
@@ -107,6 +120,9 @@ func (o ProbeOptions) withDefaults() (ProbeOptions, error) {
 	o.TCPPerSecond = orDefault(o.TCPPerSecond, 5)
 	o.FragBytes = orDefault(o.FragBytes, 3000)
 	o.PingID = orDefault(o.PingID, defaultPingID)
+	if o.SCTPPort != 0 {
+		o.SCTPSrcPort = orDefault(o.SCTPSrcPort, 20000)
+	}
 	o.Timeout = orDefault(o.Timeout, time.Second)
 	switch {
 	case o.UDPFlows < 0 || o.UDPFlows > maxUDPFlows:
@@ -120,10 +136,14 @@ func (o ProbeOptions) withDefaults() (ProbeOptions, error) {
 	case o.Timeout < 0 || o.Timeout > maxProbeTimeout:
 		return o, fmt.Errorf("probes: timeout %v, want up to %v", o.Timeout, maxProbeTimeout)
 	}
+	if o.SCTPPort != 0 && int(o.SCTPSrcPort)+len(o.VIPs) > 65536 {
+		return o, fmt.Errorf("probes: %d sctp associations from port %d do not fit", len(o.VIPs), o.SCTPSrcPort)
+	}
 	return o, o.checkSourcePorts()
 }
 
-// checkSourcePorts: the fixed flows' source ports must fit and be distinct.
+// checkSourcePorts: the fixed UDP flows' source ports must fit and be
+// distinct.
 func (o ProbeOptions) checkSourcePorts() error {
 	if o.UDPPort == 0 {
 		return nil
@@ -226,6 +246,9 @@ func (o ProbeOptions) probers() []prober {
 		}
 		if o.Ping {
 			out = append(out, &pingProber{kind: kindOf("ping", vip), o: o, vip: vip})
+		}
+		if o.SCTPPort != 0 {
+			out = append(out, &sctpProber{kind: kindOf("sctp", vip), o: o, vip: vip, srcPort: o.SCTPSrcPort + uint16(v)})
 		}
 	}
 	return out

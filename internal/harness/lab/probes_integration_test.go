@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,13 +36,15 @@ func (p *probeLog) between(from, to time.Time) []ProbeResult {
 	return out
 }
 
-var probeKinds = []string{"udp4", "udp6", "tcp4", "tcp6", "frag4", "frag6", "ping4", "ping6"}
+var probeKinds = []string{"udp4", "udp6", "tcp4", "tcp6", "frag4", "frag6", "ping4", "ping6", "sctp4", "sctp6"}
 
 // TestIntegrationProbes runs every probe kind to every VIP of both families
 // through baseline forwarding (ECMP over three targets) with long-lived
 // streams alongside, and checks that all are answered by lab targets, that
 // a stopped responder shows as failed samples for exactly its flows and as
-// broken streams, and that its flows are answered again once it is back.
+// broken streams, and that its flows are answered again once it is back;
+// then that sctp probes (answered by the targets' kernels, whatever runs
+// there) fail for VIPs that no target holds any more, and only for them.
 func TestIntegrationProbes(t *testing.T) {
 	const echoPort = 7000
 	l := newTestLab(t, Options{LBs: 1, Targets: 3, EchoPorts: []uint16{echoPort}})
@@ -60,7 +63,7 @@ func TestIntegrationProbes(t *testing.T) {
 	}
 	log := &probeLog{}
 	o := ProbeOptions{VIPs: l.VIPs(), UDPPort: 5000, UDPFlows: 6, Interval: 100 * time.Millisecond,
-		TCPPort: 5001, TCPPerSecond: 10, FragSrcPort: 30000, Ping: true}
+		TCPPort: 5001, TCPPerSecond: 10, FragSrcPort: 30000, Ping: true, SCTPPort: 9, SCTPSrcPort: 40000}
 	p, err := l.StartProbes(ctx, o, log.add)
 	if err != nil {
 		t.Fatal(err)
@@ -120,6 +123,8 @@ func TestIntegrationProbes(t *testing.T) {
 			t.Errorf("after %s's responder restarted: %s %s answered by %q (before %q): %v", lost, r.Kind, r.Flow, r.Target, targetOf[r.Flow], r.Err)
 		}
 	}
+	checkSCTPWithoutVIPs(t, l, log, o)
+
 	if err := p.Stop(); err != nil {
 		t.Errorf("stop: %v", err)
 	}
@@ -143,9 +148,10 @@ func checkHealthy(t *testing.T, l *Lab, rs []ProbeResult) map[string]string {
 			t.Errorf("%s %s failed before any fault: %v", r.Kind, r.Flow, r.Err)
 		case r.RTT <= 0 || r.RTT > time.Second:
 			t.Errorf("%s %s: RTT %v", r.Kind, r.Flow, r.RTT)
-		case strings.HasPrefix(r.Kind, "ping"):
-			if r.Target != "" || !strings.HasPrefix(r.Flow, "icmp ") {
-				t.Errorf("%s: target %q, flow %q; want no target, an icmp flow", r.Kind, r.Target, r.Flow)
+		case strings.HasPrefix(r.Kind, "ping"), strings.HasPrefix(r.Kind, "sctp"):
+			proto := map[bool]string{true: "icmp ", false: "sctp "}[strings.HasPrefix(r.Kind, "ping")]
+			if r.Target != "" || !strings.HasPrefix(r.Flow, proto) {
+				t.Errorf("%s: target %q, flow %q; want no target, a %sflow", r.Kind, r.Target, r.Flow, proto)
 			}
 		case !slices.Contains(l.Targets(), r.Target):
 			t.Errorf("%s %s answered by %q", r.Kind, r.Flow, r.Target)
@@ -159,7 +165,7 @@ func checkHealthy(t *testing.T, l *Lab, rs []ProbeResult) map[string]string {
 		}
 	}
 	for _, k := range probeKinds {
-		// 3 s: at least ~30 per udp, frag and ping flow and tcp VIP; ask a third.
+		// 3 s: at least ~30 per udp, frag, ping and sctp flow and tcp VIP; ask a third.
 		if answered[k] < 10 {
 			t.Errorf("%s: %d answered probes in 3 s, want at least 10 (all: %v)", k, answered[k], answered)
 		}
@@ -176,8 +182,8 @@ func checkHealthy(t *testing.T, l *Lab, rs []ProbeResult) map[string]string {
 }
 
 // checkWithout requires, with target lost's responder stopped: every probe
-// of a fixed flow of lost failed, every other fixed flow and ping answered
-// as before, tcp never answered by lost and sometimes failing (some of ten
+// of a fixed flow of lost failed, every other fixed flow, ping and sctp
+// association (the kernel answers those) answered as before, tcp never answered by lost and sometimes failing (some of ten
 // connections a second per VIP hash to it).
 func checkWithout(t *testing.T, rs []ProbeResult, targetOf map[string]string, lost string) {
 	t.Helper()
@@ -238,4 +244,78 @@ func snmpCounter(text, name string) int {
 		}
 	}
 	return -1
+}
+
+// checkSCTPWithoutVIPs removes the first VIP of each family from every
+// target and requires every sctp probe to those VIPs to fail and every sctp
+// probe to the others to be answered, then puts the VIPs back and requires
+// all to be answered again.
+func checkSCTPWithoutVIPs(t *testing.T, l *Lab, log *probeLog, o ProbeOptions) {
+	t.Helper()
+	ctx := context.Background()
+	removed := map[string]bool{} // sctp flows to a removed VIP
+	var gone []netip.Addr
+	for v, vip := range o.VIPs {
+		if slices.ContainsFunc(gone, func(a netip.Addr) bool { return a.Is4() == vip.Is4() }) {
+			continue
+		}
+		gone = append(gone, vip)
+		removed[Flow{Proto: "sctp", Src: netip.AddrPortFrom(ClientAddrs().For(vip), o.SCTPSrcPort+uint16(v)),
+			Dst: netip.AddrPortFrom(vip, o.SCTPPort)}.String()] = true
+	}
+	vipOnLo := func(op string) {
+		for _, target := range l.Targets() {
+			for _, vip := range gone {
+				args := []string{"ip", family(vip), "addr", op, netip.PrefixFrom(vip, vip.BitLen()).String(), "dev", "lo"}
+				if op == "add" && vip.Is6() {
+					args = append(args, "nodad")
+				}
+				if _, err := l.Exec(ctx, target, args...); err != nil {
+					t.Fatalf("%s: %v", target, err)
+				}
+			}
+		}
+	}
+	vipOnLo("del")
+	t.Logf("%v removed from every target", gone)
+	without := time.Now()
+	time.Sleep(2500 * time.Millisecond)
+	failed := map[bool]int{}
+	for _, r := range log.between(without, time.Now()) {
+		if !strings.HasPrefix(r.Kind, "sctp") {
+			continue
+		}
+		switch {
+		case removed[r.Flow] && r.Err == nil:
+			t.Errorf("%s %s answered without its VIP on any target", r.Kind, r.Flow)
+		case !removed[r.Flow] && r.Err != nil:
+			t.Errorf("%s %s (VIP kept) failed: %v", r.Kind, r.Flow, r.Err)
+		case r.Err != nil:
+			failed[strings.HasSuffix(r.Kind, "4")]++
+			if failed[true]+failed[false] == 1 {
+				t.Logf("without its VIP: %v", r.Err)
+			}
+		}
+	}
+	// One association per VIP, whose failed probe holds it for the 1 s
+	// timeout: 2-3 failures per family in 2.5 s.
+	if failed[true] < 2 || failed[false] < 2 {
+		t.Errorf("sctp failures without the VIPs: %d sctp4, %d sctp6; want at least 2 each", failed[true], failed[false])
+	}
+	vipOnLo("add")
+	back := time.Now()
+	time.Sleep(1500 * time.Millisecond)
+	answered := 0
+	for _, r := range log.between(back, time.Now()) {
+		switch {
+		case !strings.HasPrefix(r.Kind, "sctp"):
+		case r.Err != nil:
+			t.Errorf("%s %s failed with the VIPs back: %v", r.Kind, r.Flow, r.Err)
+		default:
+			answered++
+		}
+	}
+	if answered < 4*5 {
+		t.Errorf("%d sctp probes answered in 1.5 s with the VIPs back, want at least 20", answered)
+	}
 }

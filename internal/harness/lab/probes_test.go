@@ -12,12 +12,13 @@ import (
 )
 
 func TestProbeOptionsDefaults(t *testing.T) {
-	o, err := ProbeOptions{VIPs: DefaultVIPs, UDPPort: 5000, TCPPort: 5001, FragSrcPort: 30000, Ping: true}.withDefaults()
+	o, err := ProbeOptions{VIPs: DefaultVIPs, UDPPort: 5000, TCPPort: 5001, FragSrcPort: 30000, Ping: true, SCTPPort: 9}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := ProbeOptions{VIPs: DefaultVIPs, UDPPort: 5000, UDPFlows: 4, UDPSrcBase: 20000, Interval: 200 * time.Millisecond,
-		TCPPort: 5001, TCPPerSecond: 5, FragBytes: 3000, FragSrcPort: 30000, Ping: true, PingID: defaultPingID, Timeout: time.Second}
+		TCPPort: 5001, TCPPerSecond: 5, FragBytes: 3000, FragSrcPort: 30000, Ping: true, PingID: defaultPingID,
+		SCTPPort: 9, SCTPSrcPort: 20000, Timeout: time.Second}
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", o, want)
 	}
@@ -48,6 +49,8 @@ func TestProbeOptionsRefusals(t *testing.T) {
 		{"frag ports overflow", ProbeOptions{VIPs: two, UDPPort: 1, FragSrcPort: 65535}, "do not fit"},
 		// VIP 0 uses 20000-20003, VIP 1 20004-20007: 20007 is taken.
 		{"overlap", ProbeOptions{VIPs: two, UDPPort: 1, FragSrcPort: 20007}, "overlap"},
+		{"sctp source without port", ProbeOptions{VIPs: v4, Ping: true, SCTPSrcPort: 30000}, "SCTPSrcPort without SCTPPort"},
+		{"sctp ports overflow", ProbeOptions{VIPs: two, SCTPPort: 9, SCTPSrcPort: 65535}, "do not fit"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := tt.o.withDefaults()
@@ -59,13 +62,16 @@ func TestProbeOptionsRefusals(t *testing.T) {
 	if _, err := (ProbeOptions{VIPs: two, UDPPort: 1, FragSrcPort: 20008}).withDefaults(); err != nil {
 		t.Errorf("frag ports right after the udp ones: %v", err)
 	}
+	if _, err := (ProbeOptions{VIPs: two, SCTPPort: 9, SCTPSrcPort: 65534}).withDefaults(); err != nil {
+		t.Errorf("sctp only, source ports up to 65535: %v", err)
+	}
 }
 
 // TestProbersLayout: one prober per enabled kind and VIP, with the
 // documented source ports.
 func TestProbersLayout(t *testing.T) {
 	o, err := ProbeOptions{VIPs: []netip.Addr{DefaultVIPs[0], DefaultVIPs[2]}, UDPPort: 5000, UDPFlows: 3,
-		UDPSrcBase: 40000, TCPPort: 80, FragSrcPort: 41000, Ping: true}.withDefaults()
+		UDPSrcBase: 40000, TCPPort: 80, FragSrcPort: 41000, Ping: true, SCTPPort: 9, SCTPSrcPort: 40001}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,16 +84,18 @@ func TestProbersLayout(t *testing.T) {
 			got = append(got, p.kind+" "+p.vip.String())
 		case *pingProber:
 			got = append(got, p.kind+" "+p.vip.String())
+		case *sctpProber:
+			got = append(got, fmt.Sprintf("%s %s %d", p.kind, p.vip, p.srcPort))
 		}
 	}
 	want := []string{
-		"udp4 20.0.0.1 40000x3", "frag4 20.0.0.1 41000x1", "tcp4 20.0.0.1", "ping4 20.0.0.1",
-		"udp6 2001:db8::1 40003x3", "frag6 2001:db8::1 41001x1", "tcp6 2001:db8::1", "ping6 2001:db8::1",
+		"udp4 20.0.0.1 40000x3", "frag4 20.0.0.1 41000x1", "tcp4 20.0.0.1", "ping4 20.0.0.1", "sctp4 20.0.0.1 40001",
+		"udp6 2001:db8::1 40003x3", "frag6 2001:db8::1 41001x1", "tcp6 2001:db8::1", "ping6 2001:db8::1", "sctp6 2001:db8::1 40002",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("probers:\n got %q\nwant %q", got, want)
 	}
-	o.UDPPort, o.FragSrcPort, o.TCPPort = 0, 0, 0
+	o.UDPPort, o.FragSrcPort, o.TCPPort, o.SCTPPort = 0, 0, 0, 0
 	if n := len(o.probers()); n != 2 {
 		t.Errorf("ping only: %d probers, want 2", n)
 	}

@@ -136,6 +136,14 @@ func (l *Lab) addNode(ctx context.Context, node string) error {
 		settings = append(settings, "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
 	case node == GatewayNode || isLB(node):
 		settings = append(settings, "net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1")
+	case isTarget(node):
+		// No per-destination limit on ICMP errors: the sctp probes' answers
+		// are the targets' protocol unreachable and parameter problem
+		// errors, all to the one client, several a second per VIP; the
+		// default (one a second per destination after a small burst) would
+		// turn probes into losses. Lab only: the global limit
+		// (icmp_msgs_per_sec) still applies.
+		settings = append(settings, "net.ipv4.icmp_ratelimit=0", "net.ipv6.icmp.ratelimit=0")
 	}
 	if err := sysctl(ctx, ns, settings...); err != nil {
 		return fmt.Errorf("node %s: %w", node, err)
@@ -147,6 +155,8 @@ func (l *Lab) addNode(ctx context.Context, node string) error {
 }
 
 func isLB(node string) bool { return len(node) > 2 && node[:2] == "lb" }
+
+func isTarget(node string) bool { return len(node) > 1 && node[0] == 't' }
 
 // plug connects node's interface ifname to the switch's bridge through a veth
 // pair whose switch end is named port, and brings both ends up.
