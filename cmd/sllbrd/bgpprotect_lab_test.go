@@ -93,7 +93,7 @@ func TestIntegrationBIRDPassword(t *testing.T) {
 	b := startBIRD(t, l, cfg)
 	spec := `bgp: {localASN: 8103, remoteASN: 4248829953, holdTime: 24s, remotePort: 10179, passwordSecretRef: {name: bgp-auth}}`
 	conf := e2e.Config{Routers: bgpRouters(gw, spec), Services: allTargets, Routes: webRoute, Extra: secretDoc(wrong)}
-	dir, insts := startInstances(t, l, conf, 1)
+	dir, inst := startUnready(t, l, conf) // not ready: no session, so no return path
 
 	rejected := tcpExt(t, l, lab.GatewayNode, "TCPMD5Failure")
 	neverWithin(t, negativeWait, "a BGP session came up with a wrong TCP MD5 password", func() bool { return anyEstablished(t, b, lb) })
@@ -113,13 +113,13 @@ func TestIntegrationBIRDPassword(t *testing.T) {
 		waitFor(t, 10*time.Second, "BIRD routes the VIP via sllbrd", func() bool { return gwRoutes(t, l, []netip.Addr{vip4, vip6}[i], lb[i]) })
 		t.Logf("right password: %v established %v after the Secret was corrected", lb[i], d.Round(time.Millisecond))
 	}
-	log, err := os.ReadFile(insts[0].Proc.LogPath)
+	log, err := os.ReadFile(inst.Proc.LogPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{right, wrong} {
 		if strings.Contains(string(log), p) {
-			t.Errorf("sllbrd's debug log (%s) shows the password %q", insts[0].Proc.LogPath, p)
+			t.Errorf("sllbrd's debug log (%s) shows the password %q", inst.Proc.LogPath, p)
 		}
 	}
 }

@@ -23,7 +23,7 @@ func TestIntegrationNotReadyUntilReturnPath(t *testing.T) {
 	require.Programs(t, "bird", "birdc")
 	l := labSetup(t, 1)
 	gw := []netip.Addr{lab.GatewayAddrs().V4.Addr(), lab.GatewayAddrs().V6.Addr()}
-	inst := startUnready(t, l, e2e.Config{Routers: seedRouters, Services: allTargets, Routes: webRoute})
+	_, inst := startUnready(t, l, e2e.Config{Routers: seedRouters, Services: allTargets, Routes: webRoute})
 
 	// No gateway: the configuration is programmed, the return table holds
 	// only its blackhole, and /readyz says why it is not ready.
@@ -110,7 +110,8 @@ func TestIntegrationNotReadyUntilReturnPath(t *testing.T) {
 
 // startUnready writes cfg, starts sllbrd in lb1 and waits until it has
 // programmed generation 1, ready or not (startInstances waits for ready).
-func startUnready(t *testing.T, l *lab.Lab, cfg e2e.Config) *e2e.Instance {
+// It returns the manifests' directory and the instance.
+func startUnready(t *testing.T, l *lab.Lab, cfg e2e.Config) (string, *e2e.Instance) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := e2e.Write(dir, cfg); err != nil {
@@ -131,7 +132,7 @@ func startUnready(t *testing.T, l *lab.Lab, cfg e2e.Config) *e2e.Instance {
 		return err == nil && ok && v >= 1
 	})
 	t.Logf("sllbrd programmed generation 1 %v after its start", d.Round(time.Millisecond))
-	return inst
+	return dir, inst
 }
 
 // readyState returns /readyz's status and body and sllbrd_ready.
