@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gatewayclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/sllbrd/sllbrd/kube/apigate"
 	"github.com/sllbrd/sllbrd/kube/manifest"
 	"github.com/sllbrd/sllbrd/kube/translate"
 )
@@ -41,6 +42,9 @@ type Source struct {
 	log                *slog.Logger
 	translateOpts      []translate.Option
 	health             *health
+	// gate holds the informers' lists and watches back while the server
+	// does not answer (kube/apigate).
+	gate *apigate.Gate
 
 	readyMu  sync.Mutex
 	wasReady bool // readiness last logged
@@ -97,6 +101,7 @@ func NewSource(cfg *rest.Config, namespace, gatewayName string, opts ...Option) 
 	if s.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("apiserver: kubernetes client: %w", err)
 	}
+	s.gate = apigate.New(apigate.Readyz(s.kube.Discovery()), apigate.DefaultPeriod)
 	if s.gateways, err = gatewayclient.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("apiserver: gateway-api client: %w", err)
 	}
@@ -110,6 +115,10 @@ func NewSource(cfg *rest.Config, namespace, gatewayName string, opts ...Option) 
 // the watches have resumed after any interruption (see the package
 // documentation); when not, the reason says why.
 func (s *Source) Ready() (bool, string) { return s.health.ready() }
+
+// Synced reports whether the first state was published: from then on the
+// source always has a last state, whatever the API server does.
+func (s *Source) Synced() bool { return s.health.isSynced() }
 
 // Run watches until ctx is done and calls emit (from Run's goroutine) with
 // the first translation after the first full sync and then for every change

@@ -56,7 +56,7 @@ func (s *Source) newWatchers(changed chan<- struct{}) (*watchers, error) {
 	allObjects := func(*metav1.ListOptions) {}
 	w := &watchers{}
 	informer := func(kind string, c cache.Getter, resource string, modify func(*metav1.ListOptions), obj runtime.Object) cache.SharedIndexInformer {
-		l := newLink(kind, cache.NewFilteredListWatchFromClient(c, resource, ns, modify), s.health)
+		l := newLink(kind, s.gate.Wrap(cache.NewFilteredListWatchFromClient(c, resource, ns, modify)), s.health)
 		l.informer = cache.NewSharedIndexInformer(l, obj, 0, cache.Indexers{})
 		w.links = append(w.links, l)
 		return l.informer

@@ -5,21 +5,22 @@ import (
 	"fmt"
 	"sync"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	appsinformers "k8s.io/client-go/informers/apps/v1"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	discoveryinformers "k8s.io/client-go/informers/discovery/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
-	gatewayinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions/apis/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
 
 	"github.com/sllbrd/sllbrd/kube"
 	"github.com/sllbrd/sllbrd/kube/api/v1alpha1"
+	"github.com/sllbrd/sllbrd/kube/apigate"
 	"github.com/sllbrd/sllbrd/kube/controller/sllbr"
 )
 
@@ -50,20 +51,25 @@ func (c *Controller) newInformers() (*informers, error) {
 	labelled := func(set labels.Set) func(*metav1.ListOptions) {
 		return func(o *metav1.ListOptions) { o.LabelSelector = labels.SelectorFromSet(set).String() }
 	}
-	classes := gatewayinformers.NewGatewayClassInformer(c.gateways, 0, none)
-	gateways := gatewayinformers.NewGatewayInformer(c.gateways, ns, 0, none)
-	services := coreinformers.NewServiceInformer(c.kube, ns, 0, none)
-	pods := coreinformers.NewPodInformer(c.kube, ns, 0, none)
-	slices := discoveryinformers.NewFilteredEndpointSliceInformer(c.kube, ns, 0, none,
-		labelled(labels.Set{kube.LabelEndpointSliceManagedBy: kube.EndpointSliceManager}))
+	// Every informer lists and watches through one gate (kube/apigate): an
+	// API server outage costs one reflector backoff step, not a minute.
+	gate := apigate.New(apigate.Readyz(c.kube.Discovery()), apigate.DefaultPeriod)
+	informer := func(client cache.Getter, resource, namespace string, modify func(*metav1.ListOptions), obj runtime.Object) cache.SharedIndexInformer {
+		return cache.NewSharedIndexInformer(gate.Wrap(cache.NewFilteredListWatchFromClient(client, resource, namespace, modify)), obj, 0, none)
+	}
+	core, apps, gw := c.kube.CoreV1().RESTClient(), c.kube.AppsV1().RESTClient(), c.gateways.GatewayV1().RESTClient()
+	classes := informer(gw, "gatewayclasses", metav1.NamespaceAll, all, &gatewayv1.GatewayClass{})
+	gateways := informer(gw, "gateways", ns, all, &gatewayv1.Gateway{})
+	services := informer(core, "services", ns, all, &corev1.Service{})
+	pods := informer(core, "pods", ns, all, &corev1.Pod{})
+	slices := informer(c.kube.DiscoveryV1().RESTClient(), "endpointslices", ns,
+		labelled(labels.Set{kube.LabelEndpointSliceManagedBy: kube.EndpointSliceManager}), &discoveryv1.EndpointSlice{})
 	ours := labelled(labels.Set{"app.kubernetes.io/managed-by": sllbr.ManagedBy}) // narrows; owners decide
-	deployments := appsinformers.NewFilteredDeploymentInformer(c.kube, ns, 0, none, ours)
-	replicaSets := appsinformers.NewFilteredReplicaSetInformer(c.kube, ns, 0, none, ours)
-	configMaps := coreinformers.NewConfigMapInformer(c.kube, ns, 0, none)
-	routes := cache.NewSharedIndexInformer(cache.NewFilteredListWatchFromClient(
-		c.crds, v1alpha1.ResourceL34Routes, ns, all), &v1alpha1.L34Route{}, 0, none)
-	routers := cache.NewSharedIndexInformer(cache.NewFilteredListWatchFromClient(
-		c.crds, v1alpha1.ResourceGatewayRouters, ns, all), &v1alpha1.GatewayRouter{}, 0, none)
+	deployments := informer(apps, "deployments", ns, ours, &appsv1.Deployment{})
+	replicaSets := informer(apps, "replicasets", ns, ours, &appsv1.ReplicaSet{})
+	configMaps := informer(core, "configmaps", ns, all, &corev1.ConfigMap{})
+	routes := informer(c.crds, v1alpha1.ResourceL34Routes, ns, all, &v1alpha1.L34Route{})
+	routers := informer(c.crds, v1alpha1.ResourceGatewayRouters, ns, all, &v1alpha1.GatewayRouter{})
 	inf := &informers{
 		classes:     gatewaylisters.NewGatewayClassLister(classes.GetIndexer()),
 		gateways:    gatewaylisters.NewGatewayLister(gateways.GetIndexer()).Gateways(ns),

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sllbrd/sllbrd/kube"
+	"github.com/sllbrd/sllbrd/kube/apigate"
 )
 
 // watchBackoff bounds the wait before a failed get or watch is retried.
@@ -31,6 +32,10 @@ var watchBackoff = [2]time.Duration{500 * time.Millisecond, 30 * time.Second}
 func WatchPod(ctx context.Context, c kubernetes.Interface, namespace, name string, log *slog.Logger, fn func(*corev1.Pod)) error {
 	pods := c.CoreV1().Pods(namespace)
 	selector := fields.OneTermEqualSelector("metadata.name", name).String()
+	// After a failure, wait for the API server to answer before backing
+	// off: its outage counts as one failure, not one per attempt, so the
+	// pod is followed again within a probe period of its return.
+	gate := apigate.New(apigate.Readyz(c.Discovery()), apigate.DefaultPeriod)
 	rv, failures := "", 0
 	for ctx.Err() == nil {
 		var err error
@@ -59,6 +64,14 @@ func WatchPod(ctx context.Context, c kubernetes.Interface, namespace, name strin
 			break
 		}
 		failures++
+		gate.Failed()
+		waiting := time.Now()
+		if gate.Wait(ctx) != nil {
+			break
+		}
+		if time.Since(waiting) >= apigate.DefaultPeriod { // the server did not answer: one failure
+			failures = 1
+		}
 		wait := min(watchBackoff[0]<<min(failures-1, 10), watchBackoff[1])
 		log.Warn("watching the own pod failed; retrying", "pod", namespace+"/"+name, "err", err, "retry_in", wait)
 		select {
