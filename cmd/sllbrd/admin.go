@@ -27,6 +27,7 @@ type adminBackend struct {
 	bfd       func() []bfd.Stats                                 // nil: no BFD
 	status    *configStatus
 	ready     func() (bool, []string)
+	inSync    func() (bool, string) // the configuration source follows its API server
 	gateway   string
 	source    admin.Source
 	queues    int
@@ -222,9 +223,15 @@ func (b *adminBackend) Config(context.Context) (admin.Config, error) {
 	ready, why := b.ready()
 	src := b.source
 	src.Error = st.sourceErr
+	problems := st.problems
+	if b.inSync != nil {
+		if ok, reason := b.inSync(); !ok {
+			problems = append(problems, "configuration source not in sync, the last state is served: "+reason)
+		}
+	}
 	return admin.Config{Gateway: b.gateway, Source: src, Generation: b.engine.Generation(),
 		AppliedGeneration: st.appliedGen, AppliedAt: st.appliedAt, LastAttempt: st.lastAttempt, LastError: st.lastErr,
-		Ready: ready, NotReady: nonNil(why), Problems: nonNil(st.problems)}, nil
+		Ready: ready, NotReady: nonNil(why), Problems: nonNil(problems)}, nil
 }
 
 func (b *adminBackend) Explain(_ context.Context, f admin.Flow) (admin.Explanation, error) {

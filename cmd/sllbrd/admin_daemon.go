@@ -105,7 +105,7 @@ func (d *daemon) serveAdmin(g *errgroup.Group, gctx context.Context) error {
 
 // adminBackend answers the admin socket from d's parts.
 func (d *daemon) adminBackend() *adminBackend {
-	b := &adminBackend{engine: d.engine, status: d.status, ready: d.ready, gateway: d.cfg.gateway,
+	b := &adminBackend{engine: d.engine, status: d.status, ready: d.ready, inSync: d.source.InSync, gateway: d.cfg.gateway,
 		source: sourceOf(d.cfg), queues: d.cfg.queues, copyRange: d.cfg.copyRange,
 		level: d.cfg.admin.level, log: d.log, now: time.Now, liveness: d.liveness.view}
 	if d.kernel != nil {

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/sllbrd/sllbrd/internal/admin"
 	"github.com/sllbrd/sllbrd/internal/harness/e2e"
 	"github.com/sllbrd/sllbrd/internal/harness/kubetest"
 	"github.com/sllbrd/sllbrd/internal/harness/lab"
@@ -253,27 +254,34 @@ func (k *kubeLab) writeT2(ctx context.Context, t *testing.T, slice, addr string,
 	}
 }
 
-// checkAPIServerRestart stops kube-apiserver: sllbrd turns not ready with a
-// reason naming the API server, flows keep reaching the same targets and
-// nothing is reprogrammed. Writes made right after the restart are applied
-// before sllbrd is ready again (its watches have resumed, not only the
-// server's /readyz), and cause no more generations than the writes.
+// checkAPIServerRestart stops kube-apiserver: sllbrd reports its source
+// out of sync (metric, `show config` naming the API server) and stays
+// ready, flows keep reaching the same targets and nothing is reprogrammed.
+// Writes made right after the restart are applied before the source is
+// back in sync (its watches have resumed, not only the server's /readyz),
+// and cause no more generations than the writes.
 func (k *kubeLab) checkAPIServerRestart(t *testing.T) {
 	gen := k.generation(t)
 	moved := k.flowsNow(t)
 	stopping := time.Now()
 	k.cp.StopAPIServer()
 	stopped := time.Now()
-	reason := k.waitReadyz(t, 503, 20*time.Second)
-	t.Logf("kube-apiserver stopped in %v: /readyz 503 %v after the stop began: %q",
-		stopped.Sub(stopping).Round(time.Millisecond), time.Since(stopping).Round(time.Millisecond), reason)
-	if !strings.Contains(reason, "API server") {
-		t.Errorf("/readyz reason %q does not name the API server", reason)
+	k.waitInSync(t, 0, 20*time.Second)
+	var cfg admin.Config
+	sllbrdJSON(t, k.inst.AdminSocket, &cfg, "show", "config")
+	t.Logf("kube-apiserver stopped in %v: out of sync %v after the stop began: %q",
+		stopped.Sub(stopping).Round(time.Millisecond), time.Since(stopping).Round(time.Millisecond), cfg.Problems)
+	if !slices.ContainsFunc(cfg.Problems, func(p string) bool { return strings.Contains(p, "API server") }) {
+		t.Errorf("show config problems %q do not name the API server", cfg.Problems)
 	}
 	// Traffic through the whole outage, long enough for the informers to
-	// fail and retry their watches.
+	// fail and retry their watches; sllbrd stays ready: its pod stays a
+	// next hop of the targets.
 	for rounds := 1; ; rounds++ {
 		k.checkFlows(t, "kube-apiserver down", moved)
+		if status, body, err := k.inst.Get("/readyz"); err != nil || status != 200 {
+			t.Errorf("kube-apiserver down: /readyz %d %q (%v), want 200: the last state is served", status, body, err)
+		}
 		if time.Since(stopping) > outage {
 			t.Logf("%d rounds of %d flows answered by the same targets during %v of outage",
 				rounds, len(k.opts)*k.opts[0].Count, time.Since(stopping).Round(time.Millisecond))
@@ -287,29 +295,46 @@ func (k *kubeLab) checkAPIServerRestart(t *testing.T) {
 	started := time.Now()
 	k.checkGeneration(t, "kube-apiserver restarted", gen)
 
-	// Writes made at once, while sllbrd's watches still back off: /readyz
-	// must not answer 200 before they are applied, and they are applied
-	// as the generations they cause (the relist reprogrammed nothing).
+	// Writes made at once, while sllbrd's watches still back off: the
+	// source must not be in sync before they are applied, and they are
+	// applied as the generations they cause (the relist reprogrammed
+	// nothing).
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, ep := range t2Endpoints {
 		k.writeT2(ctx, t, ep.slice, ep.addr, true)
 	}
 	written := time.Now()
-	k.waitReadyz(t, 200, 45*time.Second)
-	ready := time.Now()
-	atReady := k.generation(t)
-	t.Logf("kube-apiserver started in %v; writes done %v later; sllbrd /readyz 200 %v after the writes, at generation %d",
+	k.waitInSync(t, 1, 45*time.Second)
+	synced := time.Now()
+	atSync := k.generation(t)
+	t.Logf("kube-apiserver started in %v; writes done %v later; sllbrd in sync %v after the writes, at generation %d",
 		started.Sub(starting).Round(time.Millisecond), written.Sub(started).Round(time.Millisecond),
-		ready.Sub(written).Round(time.Millisecond), atReady)
-	if atReady <= gen {
-		t.Errorf("ready at generation %d: before the writes made after the restart were applied (generation %d before)", atReady, gen)
+		synced.Sub(written).Round(time.Millisecond), atSync)
+	if atSync <= gen {
+		t.Errorf("in sync at generation %d: before the writes made after the restart were applied (generation %d before)", atSync, gen)
 	}
-	k.checkStaysAt(t, atReady, time.Second) // everything written was in it
-	if atReady > gen+2 {
-		t.Errorf("generation %d after two writes from %d: the relist reprogrammed more", atReady, gen)
+	k.checkStaysAt(t, atSync, time.Second) // everything written was in it
+	if atSync > gen+2 {
+		t.Errorf("generation %d after two writes from %d: the relist reprogrammed more", atSync, gen)
 	}
 	k.checkFlows(t, "t2 ready after the restart", k.base)
+}
+
+// waitInSync polls sllbrd_config_source_in_sync until it is want.
+func (k *kubeLab) waitInSync(t *testing.T, want float64, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		v, ok, err := k.inst.Metric("sllbrd_config_source_in_sync")
+		if err == nil && ok && v == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sllbrd_config_source_in_sync not %v within %v (last: %v, found %v, err %v)", want, timeout, v, ok, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // checkStaysAt fails if sllbrd applies another generation than gen within d.
@@ -317,7 +342,7 @@ func (k *kubeLab) checkStaysAt(t *testing.T, gen uint64, d time.Duration) {
 	t.Helper()
 	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		if g := k.generation(t); g != gen {
-			t.Fatalf("generation %d applied after /readyz answered 200 at generation %d", g, gen)
+			t.Fatalf("generation %d applied after generation %d was final", g, gen)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/nftables"
@@ -47,6 +48,10 @@ type daemon struct {
 	uplink         *uplink.Uplink
 	speaker        *bgp.OnDemand
 	status         *configStatus // what sllbrd show config reports
+	// draining is set at SIGTERM: not ready from then on, so that kubelet
+	// reports it and the controller takes this SLLBR out of the targets'
+	// next hops while it still forwards (the drain must outlast that).
+	draining atomic.Bool
 
 	// The netfilter netlink sockets stay open for the daemon's life:
 	// releasing one after a commit holds the nftables commit mutex for an
@@ -144,7 +149,7 @@ func newDaemon(cfg *config, log *slog.Logger) (*daemon, error) {
 		return nil, err
 	}
 	d.registry.MustRegister(metrics.NewEngineCollector(stats), metrics.NewNFQueueCollector(metrics.GroupQueues(d.queues)),
-		d.applies, metrics.ReadyGauge(d.ready), diagnosticsCollector{d.diag}, metrics.NewLivenessCollector(d.liveness))
+		d.applies, metrics.ReadyGauge(d.ready), metrics.SourceInSyncGauge(d.source.InSync), diagnosticsCollector{d.diag}, metrics.NewLivenessCollector(d.liveness))
 	return d, nil
 }
 
@@ -172,6 +177,9 @@ func (d *daemon) ready() (bool, []string) {
 	if ok, reason := d.applier.returnPath.ready(); !ok {
 		why = append(why, reason)
 	}
+	if d.draining.Load() {
+		why = append(why, "stopping: VIPs withdrawn, draining before exit")
+	}
 	return len(why) == 0, why
 }
 
@@ -193,6 +201,7 @@ func (d *daemon) run(ctx context.Context) error {
 		select {
 		case <-gctx.Done(): // something failed
 		case <-ctx.Done():
+			d.draining.Store(true)
 			d.log.Info("stopping: withdrawing VIPs, then draining", "drain", d.cfg.drain.String())
 			shutdownCtx, cancel := context.WithTimeout(context.Background(), d.cfg.drain+10*time.Second)
 			if err := d.uplink.Shutdown(shutdownCtx, d.cfg.drain); err != nil {

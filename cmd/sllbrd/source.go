@@ -28,7 +28,10 @@ type configSource struct {
 	loop    *reconcile.Loop
 	metrics *metrics.Config
 	run     func(ctx context.Context, emit func(manifest.Update)) error
-	ready   func() (bool, string) // the source's own readiness (nil: none)
+	// inSync is whether the API server source follows its server, synced
+	// whether it has published its first state (both nil: a file source).
+	inSync func() (bool, string)
+	synced func() bool
 	// onUpdate sees every update (sllbrd show config); nil: none.
 	onUpdate func(manifest.Update)
 	// onState sees every new state before the loop does (the endpoint
@@ -62,7 +65,7 @@ func newConfigSource(cfg *config, log *slog.Logger, loop *reconcile.Loop, m *met
 	if err != nil {
 		return nil, fmt.Errorf("api server source: %w", err)
 	}
-	s.run, s.ready = src.Run, src.Ready
+	s.run, s.inSync, s.synced = src.Run, src.Ready, src.Synced
 	return s, nil
 }
 
@@ -125,10 +128,16 @@ func (s *configSource) setDataplaneProblems(n int) {
 	s.metrics.SetProblems(maps.Clone(s.problems))
 }
 
-// Ready reports whether the source's latest content was usable.
+// Ready reports whether the source's latest content was usable. An API
+// server source counts until its first sync only: after it, an API server
+// unreachable, or whose watches have not resumed, leaves the last state
+// programmed and forwarding (InSync reports it). Readiness decides whether
+// the SLLBR is a next hop of the targets; an API outage turned every SLLBR
+// not ready at once, and kubelet's report of that, once the API server was
+// back, took them all out of the return path.
 func (s *configSource) Ready() (bool, string) {
-	if s.ready != nil {
-		if ok, why := s.ready(); !ok {
+	if s.inSync != nil && !s.synced() {
+		if ok, why := s.inSync(); !ok {
 			return false, why
 		}
 	}
@@ -138,6 +147,15 @@ func (s *configSource) Ready() (bool, string) {
 		return false, fmt.Sprintf("configuration source: %v", s.lastErr)
 	}
 	return true, ""
+}
+
+// InSync reports whether the source follows its API server (always with a
+// file source), with the reason when not.
+func (s *configSource) InSync() (bool, string) {
+	if s.inSync == nil {
+		return true, ""
+	}
+	return s.inSync()
 }
 
 // restConfig loads kubeconfig, or the in-cluster configuration when empty.

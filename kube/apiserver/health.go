@@ -119,6 +119,12 @@ func (h *health) published(e uint64) {
 	}
 }
 
+func (h *health) isSynced() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.synced
+}
+
 func (h *health) ready() (bool, string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
