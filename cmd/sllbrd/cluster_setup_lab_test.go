@@ -57,6 +57,7 @@ type cluster struct {
 	dyn      *kubetest.Client
 	bird     *lab.BIRD
 	birdCfg  lab.BIRDConfig
+	lbArgs   []string // more flags of the SLLBRs' sllbrd
 	ctl      *controllerProc
 	lbs      map[int]*e2e.Instance
 	sidecars map[int]*lab.Process
@@ -199,12 +200,19 @@ func (c *cluster) createPod(name string, labels map[string]string, status string
 // latest version: the controller and the sidecar patch pods too).
 func (c *cluster) setReady(name string, ready bool) {
 	c.t.Helper()
+	if err := c.updateReady(name, ready); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// updateReady is setReady returning the API's error.
+func (c *cluster) updateReady(name string, ready bool) error {
 	st := corev1.ConditionFalse
 	if ready {
 		st = corev1.ConditionTrue
 	}
 	pods := c.kube.CoreV1().Pods(clusterNS)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		pod, err := pods.Get(c.ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -214,9 +222,6 @@ func (c *cluster) setReady(name string, ready bool) {
 		_, err = pods.UpdateStatus(c.ctx, pod, metav1.UpdateOptions{})
 		return err
 	})
-	if err != nil {
-		c.t.Fatal(err)
-	}
 }
 
 func (c *cluster) pod(name string) *corev1.Pod {
@@ -244,7 +249,7 @@ func (c *cluster) startLB(i int) {
 func (c *cluster) startLBProcess(i int) {
 	c.t.Helper()
 	inst, err := e2e.StartWithArgs(c.lab, lab.LBName(i), sllbrdBinary,
-		"--kubeconfig", c.dataplane, "--namespace", clusterNS, "--queues", "2")
+		append([]string{"--kubeconfig", c.dataplane, "--namespace", clusterNS, "--queues", "2"}, c.lbArgs...)...)
 	if err != nil {
 		c.t.Fatal(err)
 	}

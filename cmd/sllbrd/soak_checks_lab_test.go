@@ -68,7 +68,7 @@ func (s *soakLab) checkTraffic(specs []soak.Spec) []soak.Row {
 			answered[sm.Kind]++
 		}
 	}
-	for _, k := range []string{"udp4", "udp6", "tcp4", "tcp6", "frag4", "frag6", "ping4", "ping6"} {
+	for _, k := range []string{"udp4", "udp6", "tcp4", "tcp6", "frag4", "frag6", "ping4", "ping6", "sctp4", "sctp6"} {
 		if answered[k] == 0 {
 			t.Errorf("no %s probe was answered in %d samples", k, len(samples))
 		}

@@ -109,9 +109,8 @@ func (s *soakLab) run(plan []soak.Fault, specs []soak.Spec) {
 			excl[k] = append(excl[k], sp.Kind)
 		}
 	}
-	var running []*runningFault
 	blocked := func(f soak.Fault) bool {
-		for _, r := range running {
+		for _, r := range s.running {
 			if (f.Target != "" && r.ev.Target == f.Target) || r.ev.Kind == f.Kind || slices.Contains(excl[f.Kind], r.ev.Kind) {
 				return true
 			}
@@ -119,22 +118,23 @@ func (s *soakLab) run(plan []soak.Fault, specs []soak.Spec) {
 		return false
 	}
 	next := 0
-	for next < len(plan) || len(running) > 0 {
-		s.watchStreams(running)
+	for next < len(plan) || len(s.running) > 0 {
+		s.watchStreams()
+		s.probeReadiness()
 		if next < len(plan) && time.Since(s.start) >= plan[next].At && !blocked(plan[next]) {
 			f := plan[next]
 			next++
 			r := &runningFault{steps: s.fault(f), ev: soak.Event{Fault: f, Start: time.Now()}}
 			t.Logf("%s: fault #%s", s.elapsed(), faultName(f))
+			s.running = append(s.running, r) // before inject: what breaks meanwhile is the fault's
 			if err := r.steps.inject(); err != nil {
 				t.Fatalf("fault #%s: %v", faultName(f), err)
 			}
 			r.revertAt = time.Now().Add(f.Hold)
-			running = append(running, r)
 			continue
 		}
-		for i := 0; i < len(running); i++ {
-			r := running[i]
+		for i := 0; i < len(s.running); i++ {
+			r := s.running[i]
 			switch {
 			case r.reverted.IsZero() && time.Now().After(r.revertAt):
 				if err := r.steps.revert(); err != nil {
@@ -151,12 +151,12 @@ func (s *soakLab) run(plan []soak.Fault, specs []soak.Spec) {
 				if ok {
 					r.ev.End = time.Now()
 					s.events = append(s.events, r.ev)
-					running = slices.Delete(running, i, i+1)
+					s.running = slices.Delete(s.running, i, i+1)
 					i--
 					t.Logf("%s: fault #%d over: steady %v after it was undone (last not steady: %s)", s.elapsed(), r.ev.Seq,
 						r.ev.End.Sub(r.reverted).Round(time.Millisecond), r.lastWhy)
 					s.checkRouteAudit("by the end of fault #" + faultName(r.ev.Fault))
-					if len(running) == 0 {
+					if len(s.running) == 0 {
 						s.replaceBrokenStreams()
 					}
 				} else if time.Since(r.reverted) > soakConverge {
@@ -170,9 +170,9 @@ func (s *soakLab) run(plan []soak.Fault, specs []soak.Spec) {
 
 // eventsBetween lists the faults running, or over within soakSettle, at
 // some time in [from, to].
-func (s *soakLab) eventsBetween(from, to time.Time, running []*runningFault) []soak.Event {
+func (s *soakLab) eventsBetween(from, to time.Time) []soak.Event {
 	var out []soak.Event
-	for _, r := range running {
+	for _, r := range s.running {
 		if !to.Before(r.ev.Start) {
 			out = append(out, r.ev)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"testing"
 	"time"
 
 	"github.com/sllbrd/sllbrd/internal/harness/kubetest"
@@ -25,10 +26,15 @@ const (
 	// soakStall: an exchange of a long-lived connection slower than this is
 	// a stall, recorded with its duration.
 	soakStall = 300 * time.Millisecond
+	// soakProbeTimeout: a lost request costs its flow this long before the
+	// next one, the loss windows' resolution.
+	soakProbeTimeout = 500 * time.Millisecond
 )
 
-// soakUDPRoute sends UDP 5000 of both VIPs to service-a: the soak's
-// request/response flows, fragmented or not.
+// soakUDPRoute sends UDP and SCTP 5000 of both VIPs to service-a: the
+// soak's request/response flows, fragmented or not, and its SCTP
+// associations (answered by the targets' kernels, which have no SCTP, with
+// an ICMP error: the lab's kernel has no SCTP sockets).
 const soakUDPRoute = `apiVersion: meridio.experiment.gateway.api.poc/v1alpha1
 kind: L34Route
 metadata:
@@ -40,7 +46,7 @@ spec:
   destinationCIDRs: [20.0.0.1/32, "2001:db8::1/128"]
   sourcePorts: [0-65535]
   destinationPorts: ["5000"]
-  protocols: [UDP]
+  protocols: [UDP, SCTP]
 `
 
 // soakLab is the cluster under the soak.
@@ -56,17 +62,34 @@ type soakLab struct {
 	// flow, decided when it broke (broken.go).
 	broken map[string]streamBreak
 	events []soak.Event
-	audit  map[string]lab.RouteAudit // the LBs' route audit at the last check
+	// running are the faults under way (soak_lab_test.go's run).
+	running []*runningFault
+	audit   map[string]lab.RouteAudit // the LBs' route audit at the last check
+	// mainAudit: the packets each LB forwarded by its main table, at the
+	// last check.
+	mainAudit map[string]uint64
+	// kubelet plays the readiness probes; lbPods: the SLLBRs whose Pod
+	// exists (one scaled down has none).
+	kubelet *kubeletProbes
+	lbPods  map[int]bool
+	ctlLogs []string // every controller replica's log
 }
 
 // newSoakLab starts everything and waits until traffic flows through the
 // three SLLBRs to the four targets.
 func newSoakLab(c *cluster) *soakLab {
 	t := c.t
-	s := &soakLab{cluster: c, broken: map[string]streamBreak{}, audit: map[string]lab.RouteAudit{}}
+	s := &soakLab{cluster: c, broken: map[string]streamBreak{}, audit: map[string]lab.RouteAudit{},
+		mainAudit: map[string]uint64{}}
 	s.ctlConfig = c.cp.Kubeconfig(kubetest.ServiceAccount(clusterNS, "sllbrd-controller").Name)
 	s.ctls[0] = c.ctl
 	s.ctls[1] = startControllerProc(t, s.ctlConfig, clusterNS)
+	s.ctlLogs = []string{s.ctls[0].logPath, s.ctls[1].logPath}
+	// Longer than kubelet's readiness detection (failureThreshold x
+	// probePeriod): the controller takes a stopping SLLBR out of the
+	// targets' next hops before it exits, as deploy/'s 10 s drain allows.
+	c.lbArgs = []string{"--drain", "6s"}
+	t.Cleanup(s.keepLogsOnFailure) // before the lab's cleanup removes them
 	objs, err := kubetest.DecodeObjects([]byte(soakUDPRoute))
 	if err != nil {
 		t.Fatal(err)
@@ -78,12 +101,16 @@ func newSoakLab(c *cluster) *soakLab {
 		if err := c.lab.InstallRouteAudit(c.ctx, lb); err != nil {
 			t.Fatal(err)
 		}
+		installMainTableAudit(t, c.lab, lb)
 	}
+	s.kubelet, s.lbPods = newKubeletProbes(), map[int]bool{}
 	for i := 1; i <= 3; i++ {
 		c.startLB(i)
+		s.lbPods[i], s.kubelet.ready[sllbrPod(i)] = true, true
 	}
 	for i := 1; i <= 4; i++ {
 		c.startTarget(i)
+		s.kubelet.ready[lab.TargetName(i)] = true
 	}
 	c.waitGatewayVia(1, 2, 3)
 	waitFor(t, time.Minute, "every target's next hops are lb1..lb3", func() bool {
@@ -106,6 +133,7 @@ func newSoakLab(c *cluster) *soakLab {
 			t.Fatal(err)
 		}
 		s.audit[lb] = a
+		s.mainAudit[lb] = readMainTableAudit(t, c.lab, lb)
 	}
 	return s
 }
@@ -119,9 +147,8 @@ func (s *soakLab) startTraffic() {
 		TCPPort: flowPort, TCPPerSecond: 4,
 		FragBytes: 3000, FragSrcPort: 31100,
 		Ping: true, PingID: 0x50a4,
-		// A lost request costs its flow this long before the next one: the
-		// loss windows' resolution.
-		Timeout: 500 * time.Millisecond,
+		SCTPPort: soakUDPPort, SCTPSrcPort: 31200,
+		Timeout: soakProbeTimeout,
 	}, func(r lab.ProbeResult) { s.rec.Add(probeSample(r)) })
 	if err != nil {
 		t.Fatal(err)
@@ -185,8 +212,8 @@ func streamSamples(st lab.StreamStats) []soak.Sample {
 }
 
 // checkRouteAudit fails the test when an LB routed a packet sllbrd marked
-// by any other way than to a target (the main table) since the last
-// check, naming the faults since.
+// by any other way than to a target, or forwarded any packet by its main
+// table, since the last check, naming the faults since.
 func (s *soakLab) checkRouteAudit(since string) {
 	for _, lb := range s.lab.LBs() {
 		a, err := s.lab.ReadRouteAudit(s.ctx, lb)
@@ -195,11 +222,47 @@ func (s *soakLab) checkRouteAudit(since string) {
 		}
 		was := s.audit[lb]
 		if d4, d6 := a.V4.Elsewhere-was.V4.Elsewhere, a.V6.Elsewhere-was.V6.Elsewhere; d4+d6 != 0 {
-			s.t.Errorf("%s routed %d IPv4 and %d IPv6 packets sllbrd decided to a target some other way (the main table) %s",
+			s.t.Errorf("%s routed %d IPv4 and %d IPv6 packets sllbrd decided to a target some other way %s",
 				lb, d4, d6, since)
 		}
 		s.audit[lb] = a
+		main := readMainTableAudit(s.t, s.lab, lb)
+		if d := main - s.mainAudit[lb]; d != 0 {
+			s.t.Errorf("%s forwarded %d packets by its main table (to the pod network) %s", lb, d, since)
+		}
+		s.mainAudit[lb] = main
 	}
+}
+
+// The LBs' main table routes, as a pod's does, to the cluster network:
+// here an eth0 without carrier, where what it forwards is lost and counted. The lab's
+// own default route via the gateway would deliver a reply that sllbrd's
+// return path left to the main table.
+const mainAuditTable = "sllbrd_soak_main"
+
+func installMainTableAudit(t *testing.T, l *lab.Lab, lb string) {
+	t.Helper()
+	// A veth whose peer stays down (no dummy driver here): eth0 has no
+	// carrier, and what is routed to it goes nowhere.
+	exec1(t, l, lb, "ip", "link", "add", "eth0", "type", "veth", "peer", "name", "eth0-peer")
+	exec1(t, l, lb, "ip", "link", "set", "eth0", "up")
+	for _, fam := range []string{"-4", "-6"} {
+		exec1(t, l, lb, "ip", fam, "route", "replace", "default", "dev", "eth0")
+	}
+	exec1(t, l, lb, "nft", "add table inet "+mainAuditTable+"; "+
+		"add chain inet "+mainAuditTable+" fw { type filter hook forward priority filter; policy accept; }; "+
+		"add counter inet "+mainAuditTable+" main; "+
+		"add rule inet "+mainAuditTable+` fw oifname "eth0" counter name main`)
+}
+
+// readMainTableAudit is how many packets lb forwarded to eth0.
+func readMainTableAudit(t *testing.T, l *lab.Lab, lb string) uint64 {
+	t.Helper()
+	n, err := l.NftCounter(context.Background(), lb, mainAuditTable, "main")
+	if err != nil {
+		t.Fatalf("main table audit: %v", err)
+	}
+	return n
 }
 
 // activeTargets lists the lab targets whose sidecar runs.

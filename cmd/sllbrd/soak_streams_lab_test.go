@@ -30,14 +30,14 @@ type streamBreak struct {
 // to another target because a fault changed the endpoints (what an SLLBR's
 // `sllbrd explain` says now). Anything else is a broken connection the
 // design keeps.
-func (s *soakLab) watchStreams(running []*runningFault) {
+func (s *soakLab) watchStreams() {
 	for _, set := range s.streams {
 		for _, st := range set.Stats() {
 			key := st.Flow.String()
 			if st.Err == nil || s.broken[key].at != (time.Time{}) {
 				continue
 			}
-			evs := s.eventsBetween(st.BrokeAt, time.Now(), running)
+			evs := s.eventsBetween(st.BrokeAt, time.Now())
 			b := streamBreak{at: st.BrokeAt, target: st.Target, vip: st.Flow.Dst.Addr(), err: st.Err.Error(), faults: describe(evs), kind: soak.NoFault}
 			if len(evs) > 0 {
 				b.kind = evs[0].Kind

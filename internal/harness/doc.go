@@ -6,7 +6,8 @@
 // Multus (multinet) and the images it runs (images), the scenario that
 // deploys sllbrd on that node (e2e/onnode), namespace switching for kernel
 // tests (netns), route lookups under change (rtlookup), packet builders and
-// pcap readers (testpkt) and a parallel benchmark runner (parallel).
+// pcap readers (testpkt), a parallel benchmark runner (parallel) and the
+// soak's fault plan and judgement of its traffic (soak).
 //
 // Promise: no package linked into bin/sllbrd imports anything under
 // internal/harness (internal/layering enforces it). Everything else under

@@ -336,6 +336,16 @@ func (l *Lab) blastCounters(ctx context.Context) (map[string]uint64, error) {
 	return out, nil
 }
 
+// NftCounter reads the packets of the named counter of table (family inet)
+// in node.
+func (l *Lab) NftCounter(ctx context.Context, node, table, name string) (uint64, error) {
+	js, err := l.Exec(ctx, node, "nft", "-j", "list", "counter", "inet", table, name)
+	if err != nil {
+		return 0, fmt.Errorf("%s: counter %s %s: %w", node, table, name, err)
+	}
+	return parseNftCounter(js)
+}
+
 // parseNftCounter returns the packets of the one counter in `nft -j list counter` output.
 func parseNftCounter(js string) (uint64, error) {
 	var doc struct {

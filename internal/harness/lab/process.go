@@ -176,6 +176,14 @@ func (p *Process) Kill() error {
 	return nil
 }
 
+// Signal sends sig to the process without waiting.
+func (p *Process) Signal(sig os.Signal) error {
+	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("lab: signal %s (pid %d): %w", p.Name, p.PID, err)
+	}
+	return nil
+}
+
 // Terminate sends SIGTERM and waits up to timeout for the process to exit
 // by itself; it fails (leaving the process to Stop) when it does not.
 func (p *Process) Terminate(timeout time.Duration) error {
