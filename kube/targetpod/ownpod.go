@@ -24,6 +24,12 @@ import (
 // watchBackoff bounds the wait before a failed get or watch is retried.
 var watchBackoff = [2]time.Duration{500 * time.Millisecond, 30 * time.Second}
 
+// shortWatchBackoff bounds it after a watch that ended at once: each
+// attempt then gets the pod, so the pod is read at least this often.
+const shortWatchBackoff = 2 * time.Second
+
+var errWatchEndedAtOnce = errors.New("the watch ended at once")
+
 // WatchPod follows one pod with the verbs get and watch only: a get, then a
 // watch filtered by metadata.name from the version read (resumed from the
 // last version seen when it ends; a new get when that version is too old).
@@ -52,7 +58,11 @@ func WatchPod(ctx context.Context, c kubernetes.Interface, namespace, name strin
 				rv, err = follow(w, rv, fn)
 				w.Stop()
 				if err == nil && time.Since(started) < time.Second && ctx.Err() == nil {
-					err = errors.New("the watch ended at once")
+					// A server whose watch cache is not ready (after its
+					// restart) ends watches at once but answers gets: the
+					// next attempt reads the pod afresh, so its changes
+					// arrive meanwhile.
+					err, rv = errWatchEndedAtOnce, ""
 				}
 			}
 		}
@@ -73,6 +83,9 @@ func WatchPod(ctx context.Context, c kubernetes.Interface, namespace, name strin
 			failures = 1
 		}
 		wait := min(watchBackoff[0]<<min(failures-1, 10), watchBackoff[1])
+		if errors.Is(err, errWatchEndedAtOnce) {
+			wait = min(wait, shortWatchBackoff)
+		}
 		log.Warn("watching the own pod failed; retrying", "pod", namespace+"/"+name, "err", err, "retry_in", wait)
 		select {
 		case <-ctx.Done():
