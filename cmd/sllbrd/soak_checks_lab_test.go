@@ -75,18 +75,62 @@ func (s *soakLab) checkTraffic(specs []soak.Spec) []soak.Row {
 	}
 	t.Logf("%d samples, answered per kind %v; %d loss runs (%d with no fault), %d stalls, %d moves, %d connections broken",
 		len(samples), answered, len(a.Runs), len(a.Unexplained), len(a.Stalls), len(a.Moves), len(s.broken))
-	rows := soak.Rows(a, specs)
-	why := map[soak.Kind]map[string]int{} // the judged reasons, by the kind of the first fault around each break
-	for _, b := range s.broken {
-		if why[b.kind] == nil {
-			why[b.kind] = map[string]int{}
+	return s.blamedRows(a, specs, bound)
+}
+
+// blamedRows is the report: each loss run and stall counts for the one
+// fault that explains it, the one with the largest bound among those it
+// falls in (the earliest on a tie), not for every fault it overlaps; each
+// broken connection for the fault it was judged by.
+func (s *soakLab) blamedRows(a soak.Analysis, specs []soak.Spec, bound func([]int) time.Duration) []soak.Row {
+	blame := func(seqs []int) int {
+		best := -1
+		for _, q := range seqs {
+			if best < 0 || bound([]int{q}) > bound([]int{best}) {
+				best = q
+			}
 		}
-		why[b.kind][reasonClass(b.why)]++
+		return best
 	}
-	for i := range rows { // the judged reasons, not the connections' errors
-		rows[i].Why = why[rows[i].Kind]
+	loss, stall := map[int]time.Duration{}, map[int]time.Duration{}
+	for _, r := range a.Runs {
+		if q := blame(r.Events); q >= 0 {
+			loss[q] = max(loss[q], r.Loss)
+		}
 	}
-	return rows
+	for _, st := range a.Stalls {
+		if q := blame(st.Events); q >= 0 {
+			stall[q] = max(stall[q], st.RTT)
+		}
+	}
+	byKind := map[soak.Kind][]time.Duration{}
+	rows := map[soak.Kind]*soak.Row{}
+	for _, sp := range specs {
+		rows[sp.Kind] = &soak.Row{Kind: sp.Kind, Bound: sp.Bound, Why: map[string]int{}}
+	}
+	for _, ev := range s.events {
+		r := rows[ev.Kind]
+		r.Count++
+		byKind[ev.Kind] = append(byKind[ev.Kind], loss[ev.Seq])
+		r.StreamStallMax = max(r.StreamStallMax, stall[ev.Seq])
+	}
+	for _, b := range s.broken {
+		if r, ok := rows[b.kind]; ok {
+			r.Broken++
+			r.Why[reasonClass(b.why)]++
+		}
+	}
+	var out []soak.Row
+	for _, sp := range specs {
+		r := rows[sp.Kind]
+		d := byKind[sp.Kind]
+		slices.Sort(d)
+		if n := len(d); n > 0 {
+			r.LossP50, r.LossP99, r.LossMax = d[(50*n+99)/100-1], d[(99*n+99)/100-1], d[n-1]
+		}
+		out = append(out, *r)
+	}
+	return out
 }
 
 // reasonClass drops a reason's details (the target a flow moved to).

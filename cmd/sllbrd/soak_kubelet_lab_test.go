@@ -29,10 +29,12 @@ type kubeletProbes struct {
 	// notReady: Pods whose application container is not ready (the
 	// readiness flap), whatever the sidecar says.
 	notReady map[string]bool
+	// exited: when each controller replica was first seen gone.
+	exited map[int]time.Time
 }
 
 func newKubeletProbes() *kubeletProbes {
-	return &kubeletProbes{fails: map[string]int{}, ready: map[string]bool{}, notReady: map[string]bool{}}
+	return &kubeletProbes{fails: map[string]int{}, ready: map[string]bool{}, notReady: map[string]bool{}, exited: map[int]time.Time{}}
 }
 
 // probeReadiness probes every running SLLBR and sidecar once a period and
@@ -43,6 +45,7 @@ func (s *soakLab) probeReadiness() {
 		return
 	}
 	k.last = time.Now()
+	s.restartExitedControllers()
 	for i, inst := range s.lbs {
 		if !s.lbPods[i] {
 			continue // scaled down: no Pod
@@ -87,4 +90,35 @@ func (s *soakLab) writeReady(pod string, ready bool) error {
 	}
 	s.kubelet.ready[pod] = ready
 	return nil
+}
+
+// controllerRestartDelay is how long after its exit the soak's kubelet
+// starts a controller replica again (restartPolicy Always): a replica
+// exits when it loses the leader Lease, as after an API server outage
+// longer than the renew deadline.
+const controllerRestartDelay = time.Second
+
+// restartExitedControllers starts again every controller replica that has
+// been gone for controllerRestartDelay.
+func (s *soakLab) restartExitedControllers() {
+	for i, p := range s.ctls {
+		select {
+		case <-p.done:
+		default:
+			delete(s.kubelet.exited, i)
+			continue
+		}
+		at, ok := s.kubelet.exited[i]
+		if !ok {
+			s.kubelet.exited[i] = time.Now()
+			continue
+		}
+		if time.Since(at) >= controllerRestartDelay {
+			s.t.Logf("%s: kubelet: controller replica %c exited (%v), starting it again", s.elapsed(), 'a'+i, p.err)
+			delete(s.kubelet.exited, i)
+			s.ctls[i] = startControllerProc(s.t, s.ctlConfig, clusterNS)
+			s.ctl = s.ctls[i]
+			s.ctlLogs = append(s.ctlLogs, s.ctls[i].logPath)
+		}
+	}
 }

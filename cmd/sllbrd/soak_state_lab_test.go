@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -31,13 +32,16 @@ const (
 type sample struct {
 	r    soak.Resources
 	pids map[string]int
+	// leads: whether each controller replica led (a standby holds fewer
+	// caches and series than a leader: not comparable).
+	leads map[string]bool
 }
 
 // resources reads every process's RSS, open files, goroutines and
 // Prometheus series, and each LB's and target's nftables objects, rules
 // and routes. Keys name the role; pids says which process played it.
 func (s *soakLab) resources() sample {
-	r := sample{soak.Resources{}, map[string]int{}}
+	r := sample{soak.Resources{}, map[string]int{}, map[string]bool{}}
 	for i, inst := range s.lbs {
 		who := lab.LBName(i)
 		s.procResources(r, who, inst.Proc.PID)
@@ -48,6 +52,7 @@ func (s *soakLab) resources() sample {
 	for i, p := range s.ctls {
 		who := fmt.Sprintf("controller-%c", 'a'+i)
 		s.procResources(r, who, p.cmd.Process.Pid)
+		r.leads[who] = p.metric("sllbrd_controller_leader") == 1
 		_, body, err := p.get("/metrics")
 		s.metricsResources(r, who, body, err)
 	}
@@ -122,7 +127,7 @@ func (s *soakLab) checkResources(base, now sample) {
 	b, n := maps.Clone(base.r), maps.Clone(now.r)
 	var restarted []string
 	for who, pid := range base.pids {
-		if now.pids[who] == pid {
+		if now.pids[who] == pid && now.leads[who] == base.leads[who] {
 			continue
 		}
 		restarted = append(restarted, who)
@@ -136,7 +141,7 @@ func (s *soakLab) checkResources(base, now sample) {
 	for _, k := range slices.Sorted(maps.Keys(base.r)) {
 		table = append(table, fmt.Sprintf("%-28s %14.0f %14.0f", k, base.r[k], now.r[k]))
 	}
-	s.t.Logf("resources after warm-up and at the end (restarted by faults, compared by kernel state only: %v):\n  %s",
+	s.t.Logf("resources after warm-up and at the end (restarted by faults or changed role, compared by kernel state only: %v):\n  %s",
 		restarted, strings.Join(table, "\n  "))
 	for _, p := range soak.Flat(b, n, soakTolerance, soakFloor) {
 		s.t.Errorf("resource not flat over the soak: %s", p)
@@ -150,7 +155,7 @@ func (s *soakLab) checkResources(base, now sample) {
 // agree), the kernel state and `sllbrd show`.
 func (s *soakLab) checkFreshStart() {
 	for i := 1; i <= 3; i++ {
-		before, decided := s.lbState(i), s.decisions(i)
+		before, decided, raw := s.lbState(i), s.decisions(i), s.rawState(i)
 		if err := s.terminate(i); err != nil {
 			s.t.Fatal(err)
 		}
@@ -159,7 +164,10 @@ func (s *soakLab) checkFreshStart() {
 		}
 		waitFor(s.t, soakConverge, fmt.Sprintf("steady after lb%d's fresh start", i), func() bool { ok, _ := s.steady(); return ok })
 		if d := soak.Diff(before, s.lbState(i)); d != "" {
-			s.t.Errorf("lb%d after the soak differs from a fresh start on the same objects (before, after):\n%s", i, d)
+			dir, _ := os.MkdirTemp("", fmt.Sprintf("sllbrd-soak-lb%d-state-", i))
+			_ = os.WriteFile(filepath.Join(dir, "before.txt"), []byte(raw), 0o644)
+			_ = os.WriteFile(filepath.Join(dir, "after.txt"), []byte(s.rawState(i)), 0o644)
+			s.t.Errorf("lb%d after the soak differs from a fresh start on the same objects (before, after; both in full in %s):\n%s", i, dir, d)
 		}
 		if d := soak.Diff(decided, s.decisions(i)); d != "" {
 			s.t.Errorf("lb%d after the soak decides flows otherwise than a fresh start (before, after):\n%s", i, d)
@@ -203,7 +211,7 @@ func (s *soakLab) lbState(i int) string {
 		s.t.Fatal(err)
 	}
 	var b strings.Builder
-	b.WriteString(kernelNumbers.ReplaceAllString(nft, "#"))
+	b.WriteString(sortElements(kernelNumbers.ReplaceAllString(nft, "#")))
 	for _, cmd := range [][]string{{"ip", "-4", "rule"}, {"ip", "-6", "rule"},
 		{"ip", "-4", "route", "show", "table", "all"}, {"ip", "-6", "route", "show", "table", "all"}} {
 		// Sorted: rules of one priority list in the order they were added,
@@ -219,6 +227,38 @@ func (s *soakLab) lbState(i int) string {
 		}
 		out, _ := json.MarshalIndent(dropVolatile(v), "", " ")
 		fmt.Fprintf(&b, "# sllbrd show %s\n%s\n", topic, out)
+	}
+	return b.String()
+}
+
+// sortElements sorts each run of set and map element lines: nft lists
+// them in key order, and masked keys (fwmarks) leave only the order of
+// their values, which a fresh start's numbering changes.
+func sortElements(text string) string {
+	lines := strings.Split(text, "\n")
+	isElem := func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "elem ") }
+	for i := 0; i < len(lines); {
+		j := i
+		for j < len(lines) && isElem(lines[j]) {
+			j++
+		}
+		slices.Sort(lines[i:j])
+		i = max(j, i+1)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// rawState is lb i's kernel state as nft and ip print it.
+func (s *soakLab) rawState(i int) string {
+	var b strings.Builder
+	for _, cmd := range [][]string{{"nft", "list", "ruleset"}, {"ip", "-4", "rule"}, {"ip", "-6", "rule"},
+		{"ip", "-4", "route", "show", "table", "all"}, {"ip", "-6", "route", "show", "table", "all"}} {
+		fmt.Fprintf(&b, "# %s\n%s\n", strings.Join(cmd, " "), exec1(s.t, s.lab, lab.LBName(i), cmd...))
+	}
+	var eps any
+	if err := adminJSON(s.lbs[i].AdminSocket, &eps, "show", "endpoints"); err == nil {
+		out, _ := json.MarshalIndent(eps, "", " ")
+		fmt.Fprintf(&b, "# sllbrd show endpoints\n%s\n", out)
 	}
 	return b.String()
 }

@@ -42,10 +42,13 @@ func (s *soakLab) watchStreams() {
 			if len(evs) > 0 {
 				b.kind = evs[0].Kind
 			}
+			own := slices.IndexFunc(evs, func(ev soak.Event) bool { return ev.Target == st.Target && slices.Contains(endpointKinds, ev.Kind) })
+			other := slices.IndexFunc(evs, func(ev soak.Event) bool { return slices.Contains(endpointKinds, ev.Kind) })
 			switch {
-			case slices.ContainsFunc(evs, func(ev soak.Event) bool { return ev.Target == st.Target && slices.Contains(endpointKinds, ev.Kind) }):
-				b.why, b.ok = "its target removed", true
-			case slices.ContainsFunc(evs, func(ev soak.Event) bool { return slices.Contains(endpointKinds, ev.Kind) }):
+			case own >= 0:
+				b.why, b.ok, b.kind = "its target removed", true, evs[own].Kind
+			case other >= 0:
+				b.kind = evs[other].Kind
 				if now := s.decidedByAnyLB(st.Flow); now != st.Target && now != "" {
 					b.why, b.ok = "Maglev moved its flow to "+now, true
 				} else {
