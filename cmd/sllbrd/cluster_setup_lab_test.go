@@ -263,7 +263,10 @@ func (c *cluster) startLBProcess(i int) {
 // postLBPod creates LB i's Pod object, Ready, as kubelet leaves it once
 // sllbrd is ready: the labels of the controller's Deployment and the
 // addresses of lb i in network-status.
-func (c *cluster) postLBPod(i int) {
+func (c *cluster) postLBPod(i int) { c.postLBPodReady(i, true) }
+
+// postLBPodReady is postLBPod with the Pod's Ready condition ready.
+func (c *cluster) postLBPodReady(i int, ready bool) {
 	c.t.Helper()
 	vlan := lab.LBGatewaySide(i)
 	rs := c.sllbrReplicaSet()
@@ -278,7 +281,7 @@ func (c *cluster) postLBPod(i int) {
 	if _, err := c.kube.CoreV1().Pods(clusterNS).Create(c.ctx, pod, metav1.CreateOptions{}); err != nil {
 		c.t.Fatal(err)
 	}
-	c.setReady(sllbrPod(i), true)
+	c.setReady(sllbrPod(i), ready)
 }
 
 // sllbrReplicaSet returns the ReplicaSet of the SLLBR Deployment the

@@ -105,13 +105,11 @@ func (s *soakLab) fault(f soak.Fault) soakFault {
 			func() error { return s.restartLB(n) }}
 	case faultScale:
 		return soakFault{func() error { return s.scaleDown(n) }, func() error {
-			keepLog(s.lbs[n].Proc)
-			s.startLBProcess(n)
-			if err := s.waitLBReady(n); err != nil {
+			if err := s.restartLB(n); err != nil {
 				return err
 			}
-			s.postLBPod(n) // Ready: its /readyz said so
-			s.lbPods[n], s.kubelet.ready[sllbrPod(n)], s.kubelet.fails[sllbrPod(n)] = true, true, 0
+			s.postLBPodReady(n, false) // kubelet's probes make it Ready
+			s.lbPods[n], s.kubelet.ready[sllbrPod(n)] = true, false
 			return nil
 		}}
 	case faultController:
@@ -175,8 +173,9 @@ func (s *soakLab) stopLB(n int, stop func() error) error {
 }
 
 // restartLB starts sllbrd in lb n again, as kubelet restarts the container
-// in the same Pod, and marks the Pod Ready once sllbrd's /readyz says so
-// (kubelet's readiness probe).
+// in the same Pod; kubelet's probes (probeReadiness) mark the Pod Ready
+// once its /readyz says so. It does not wait: sllbrd is ready only once BFD
+// and BGP are up, which another fault (BIRD's restart) may hold back.
 func (s *soakLab) restartLB(n int) error {
 	keepLog(s.lbs[n].Proc)
 	inst, err := e2e.StartWithArgs(s.lab, lab.LBName(n), sllbrdBinary,
@@ -186,29 +185,8 @@ func (s *soakLab) restartLB(n int) error {
 	}
 	s.t.Cleanup(func() { _ = inst.Proc.Stop() })
 	s.lbs[n] = inst
-	if err := s.waitLBReady(n); err != nil {
-		return err
-	}
 	s.kubelet.fails[sllbrPod(n)] = 0
-	if err := s.writeReady(sllbrPod(n), true); err != nil { // the API is down: the probes write it later
-		s.t.Logf("%s: kubelet: %v", s.elapsed(), err)
-	}
 	return nil
-}
-
-// waitLBReady waits until sllbrd in lb n answers /readyz with 200.
-func (s *soakLab) waitLBReady(n int) error {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		status, body, err := s.lbs[n].Get("/readyz")
-		if err == nil && status == 200 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("lb%d: /readyz %d %q (%v) after a minute", n, status, body, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // scaleDown deletes lb n's Pod and stops its sllbrd as kubelet does: the

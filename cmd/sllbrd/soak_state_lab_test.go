@@ -162,7 +162,11 @@ func (s *soakLab) checkFreshStart() {
 		if err := s.restartLB(i); err != nil {
 			s.t.Fatal(err)
 		}
-		waitFor(s.t, soakConverge, fmt.Sprintf("steady after lb%d's fresh start", i), func() bool { ok, _ := s.steady(); return ok })
+		waitFor(s.t, soakConverge, fmt.Sprintf("steady after lb%d's fresh start", i), func() bool {
+			s.probeReadiness() // kubelet's part
+			ok, _ := s.steady()
+			return ok
+		})
 		if d := soak.Diff(before, s.lbState(i)); d != "" {
 			dir, _ := os.MkdirTemp("", fmt.Sprintf("sllbrd-soak-lb%d-state-", i))
 			_ = os.WriteFile(filepath.Join(dir, "before.txt"), []byte(raw), 0o644)
