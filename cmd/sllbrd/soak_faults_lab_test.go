@@ -223,13 +223,18 @@ func (s *soakLab) restartControllers() error {
 	for i, p := range s.ctls {
 		select {
 		case <-p.done:
-			s.ctls[i] = startControllerProc(s.t, s.ctlConfig, clusterNS)
-			s.ctl = s.ctls[i]
-			s.ctlLogs = append(s.ctlLogs, s.ctls[i].logPath)
+			s.startController(i)
 		default:
 		}
 	}
 	return nil
+}
+
+// startController starts controller replica i (again).
+func (s *soakLab) startController(i int) {
+	s.ctls[i] = startControllerProc(s.t, s.ctlConfig, clusterNS)
+	s.ctl = s.ctls[i]
+	s.ctlLogs = append(s.ctlLogs, s.ctls[i].logPath)
 }
 
 // restartBIRD starts the gateway's BIRD again with its configuration.

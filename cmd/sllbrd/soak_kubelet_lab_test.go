@@ -116,9 +116,7 @@ func (s *soakLab) restartExitedControllers() {
 		if time.Since(at) >= controllerRestartDelay {
 			s.t.Logf("%s: kubelet: controller replica %c exited (%v), starting it again", s.elapsed(), 'a'+i, p.err)
 			delete(s.kubelet.exited, i)
-			s.ctls[i] = startControllerProc(s.t, s.ctlConfig, clusterNS)
-			s.ctl = s.ctls[i]
-			s.ctlLogs = append(s.ctlLogs, s.ctls[i].logPath)
+			s.startController(i)
 		}
 	}
 }
