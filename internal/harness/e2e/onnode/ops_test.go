@@ -207,10 +207,15 @@ func (e *env) phaseRolloutRestarts() {
 // kubelet, whichever campaigns first. No EndpointSlice or application pod
 // annotation is rewritten.
 func (e *env) phaseLeaderKilled() {
-	killed, err := e.leaderIdentity()
-	if err != nil || killed == "" {
-		e.t.Fatalf("no leader: %v", err)
-	}
+	// Right after a rollout the Lease may have no holder: the old leader
+	// released it on SIGTERM and a new replica acquires it within a retry
+	// period.
+	var killed string
+	var err error
+	e.waitFor(time.Minute, "a controller leads", func() (bool, string) {
+		killed, err = e.leaderIdentity()
+		return err == nil && killed != "", fmt.Sprint(killed, err)
+	})
 	leader, _, _ := strings.Cut(killed, "_")
 	var pod corev1.Pod
 	for _, p := range e.pods(map[string]string{"app.kubernetes.io/name": controllerName}) {
