@@ -52,7 +52,7 @@ func (s *soakLab) checkTraffic(specs []soak.Spec) []soak.Row {
 		}
 	}
 	for _, st := range a.Stalls {
-		if b := max(bound(st.Events), soakStall); st.RTT > b {
+		if b := streamBound(bound(st.Events)); st.RTT > b {
 			t.Errorf("%s %s: an exchange took %v at %s during %s (bound %v)", st.Kind, st.Flow, st.RTT, s.at(st.At), faults(st.Events), b)
 		}
 	}
@@ -76,6 +76,20 @@ func (s *soakLab) checkTraffic(specs []soak.Spec) []soak.Row {
 	t.Logf("%d samples, answered per kind %v; %d loss runs (%d with no fault), %d stalls, %d moves, %d connections broken",
 		len(samples), answered, len(a.Runs), len(a.Unexplained), len(a.Stalls), len(a.Moves), len(s.broken))
 	return s.blamedRows(a, specs, bound)
+}
+
+// streamBound is the longest exchange of a long-lived connection through a
+// fault whose loss bound is loss: TCP sends again after its retransmission
+// timeout, doubled at each attempt (RFC 6298 5.5), so the exchange
+// completes at the first retransmission after the outage, up to twice the
+// outage later. The outage is the loss bound less the probes' resolution.
+func streamBound(loss time.Duration) time.Duration {
+	outage := loss - soakProbeTimeout
+	var at time.Duration
+	for rto := soakRTO; at < outage; rto *= 2 {
+		at += rto
+	}
+	return at + soakStall
 }
 
 // blamedRows is the report: each loss run and stall counts for the one

@@ -54,5 +54,6 @@ func (s *soakLab) keepLogsOnFailure() {
 		}
 		_ = os.WriteFile(filepath.Join(dir, node+"-kernel.txt"), []byte(b.String()), 0o644)
 	}
-	s.t.Logf("the soak's process logs and kernel state are kept in %s", dir)
+	s.keepHeaps(dir)
+	s.t.Logf("the soak's process logs, kernel state and heap profiles are kept in %s", dir)
 }

@@ -26,6 +26,11 @@ const (
 	// soakStall: an exchange of a long-lived connection slower than this is
 	// a stall, recorded with its duration.
 	soakStall = 300 * time.Millisecond
+	// soakRTO is the longest first retransmission timeout of the lab's
+	// connections: Linux's is the smoothed RTT plus at least 200 ms
+	// (TCP_RTO_MIN); the lab's RTT is a few milliseconds, the rest is room
+	// for a loaded machine.
+	soakRTO = 250 * time.Millisecond
 	// soakProbeTimeout: a lost request costs its flow this long before the
 	// next one, the loss windows' resolution.
 	soakProbeTimeout = 500 * time.Millisecond
@@ -73,6 +78,7 @@ type soakLab struct {
 	kubelet *kubeletProbes
 	lbPods  map[int]bool
 	ctlLogs []string // every controller replica's log
+	heaps   []heapProfile
 }
 
 // newSoakLab starts everything and waits until traffic flows through the
@@ -88,7 +94,7 @@ func newSoakLab(c *cluster) *soakLab {
 	// Longer than kubelet's readiness detection (failureThreshold x
 	// probePeriod): the controller takes a stopping SLLBR out of the
 	// targets' next hops before it exits, as deploy/'s 10 s drain allows.
-	c.lbArgs = []string{"--drain", "6s"}
+	c.lbArgs = []string{"--drain", "6s", "--pprof-address", soakPprof}
 	t.Cleanup(s.keepLogsOnFailure) // before the lab's cleanup removes them
 	objs, err := kubetest.DecodeObjects([]byte(soakUDPRoute))
 	if err != nil {

@@ -44,6 +44,7 @@ func (s *soakLab) resources() sample {
 	r := sample{soak.Resources{}, map[string]int{}, map[string]bool{}}
 	for i, inst := range s.lbs {
 		who := lab.LBName(i)
+		s.heapResources(r, who, inst)
 		s.procResources(r, who, inst.Proc.PID)
 		_, body, err := inst.Get("/metrics")
 		s.metricsResources(r, who, body, err)
@@ -131,7 +132,7 @@ func (s *soakLab) checkResources(base, now sample) {
 			continue
 		}
 		restarted = append(restarted, who)
-		for _, what := range []string{"rss_bytes", "fds", "goroutines", "series"} {
+		for _, what := range []string{"rss_bytes", "heap_live_bytes", "fds", "goroutines", "series"} {
 			delete(b, who+"/"+what)
 			delete(n, who+"/"+what)
 		}

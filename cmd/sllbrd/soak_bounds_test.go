@@ -1,0 +1,30 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+func TestSoakStreamBound(t *testing.T) {
+	for _, c := range []struct{ loss, want time.Duration }{
+		{0, soakStall},                // no outage: an exchange's own slack
+		{soakProbeTimeout, soakStall}, // a loss window at the probes' resolution is no outage
+		{soakProbeTimeout + time.Millisecond, soakRTO + soakStall},
+		// A 2 s outage: sent again at 1, 3, 7, then 15 RTOs.
+		{2*time.Second + soakProbeTimeout, 15*soakRTO + soakStall},
+	} {
+		if got := streamBound(c.loss); got != c.want {
+			t.Errorf("streamBound(%v) = %v, want %v", c.loss, got, c.want)
+		}
+	}
+}
+
+func TestSoakHeapAlloc(t *testing.T) {
+	got, err := heapAlloc("heap profile: 1: 2 [3: 4] @ heap/1048576\n\n# runtime.MemStats\n# Alloc = 11\n# HeapAlloc = 123456\n# Sys = 9\n")
+	if err != nil || got != 123456 {
+		t.Errorf("heapAlloc = %v, %v; want 123456", got, err)
+	}
+	if _, err := heapAlloc("# Alloc = 11\n"); err == nil {
+		t.Error("heapAlloc without HeapAlloc: no error")
+	}
+}
