@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -368,18 +365,18 @@ func addrAlive(a *admin.EndpointAddress) bool {
 	return a != nil && a.Ready && (a.Liveness == nil || a.Liveness.Alive)
 }
 
-// adminJSON runs `sllbrd args... -o json` against socket into out.
+// adminJSON sends the request of `sllbrd args... -o json` to socket and
+// decodes its result into out. In-process: a CLI built with -race takes
+// about a second to start, too long for the soak's polling.
 func adminJSON(socket string, out any, args ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, sllbrdBinary, append(args, "-o", "json", "--admin-socket", socket)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("sllbrd %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	req, _, err := clientRequest(args[0], args[1:], "")
+	if err != nil {
+		return fmt.Errorf("sllbrd %s: %w", strings.Join(args, " "), err)
 	}
-	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
-		return fmt.Errorf("sllbrd %s -o json: %w", strings.Join(args, " "), err)
+	if err := admin.Call(ctx, socket, req, out); err != nil {
+		return fmt.Errorf("sllbrd %s: %w", strings.Join(args, " "), err)
 	}
 	return nil
 }
