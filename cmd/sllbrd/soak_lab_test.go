@@ -65,12 +65,14 @@ func TestIntegrationSoak(t *testing.T) {
 	time.Sleep(soakWarmup)
 	base := s.resources()
 	s.start = time.Now()
+	s.sampleMemory()
 	s.run(plan, specs)
 	if t.Failed() {
 		return
 	}
 	time.Sleep(2 * soakSettle) // the last fault's tail
 	now := s.resources()
+	s.sampleMemory()
 	s.stopTraffic()
 	s.checkRouteAudit("at the end")
 	rows := s.checkTraffic(specs)
@@ -83,6 +85,7 @@ func TestIntegrationSoak(t *testing.T) {
 		}
 	}
 	s.checkResources(base, now)
+	s.checkMemory(base, now)
 	s.checkFreshStart()
 }
 
@@ -121,6 +124,9 @@ func (s *soakLab) run(plan []soak.Fault, specs []soak.Spec) {
 	for next < len(plan) || len(s.running) > 0 {
 		s.watchStreams()
 		s.probeReadiness()
+		if time.Since(s.memAt) >= soakMemEvery {
+			s.sampleMemory()
+		}
 		if next < len(plan) && time.Since(s.start) >= plan[next].At && !blocked(plan[next]) {
 			f := plan[next]
 			next++

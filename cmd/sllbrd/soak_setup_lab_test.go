@@ -79,6 +79,8 @@ type soakLab struct {
 	lbPods  map[int]bool
 	ctlLogs []string // every controller replica's log
 	heaps   []heapProfile
+	mem     memSeries // soak_memory_lab_test.go
+	memAt   time.Time // the last memory sample
 }
 
 // newSoakLab starts everything and waits until traffic flows through the

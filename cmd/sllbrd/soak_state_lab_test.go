@@ -139,18 +139,14 @@ func (s *soakLab) checkResources(base, now sample) {
 		}
 	}
 	slices.Sort(restarted)
-	// Logged, not compared: the RSS counts the executable's pages, which
-	// grow as faults run code for the first time (shared with every
-	// process of the image, and reclaimable); the process's own memory is
-	// its anonymous part. Under the race detector that part is mostly the
-	// detector's shadow memory, not sllbrd's: its live heap, goroutines,
-	// files and series are still compared.
+	// Logged, not compared here: the RSS counts the executable's pages,
+	// which grow as faults run code for the first time (shared with every
+	// process of the image, and reclaimable); the process's own memory,
+	// its anonymous part, has its own warm-up (checkMemory).
 	for who := range base.pids {
-		delete(b, who+"/rss_bytes")
-		delete(n, who+"/rss_bytes")
-		if raceEnabled {
-			delete(b, who+"/rss_anon_bytes")
-			delete(n, who+"/rss_anon_bytes")
+		for _, what := range []string{"rss_bytes", "rss_anon_bytes"} {
+			delete(b, who+"/"+what)
+			delete(n, who+"/"+what)
 		}
 	}
 	var table []string
