@@ -15,8 +15,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/sllbrd/sllbrd/internal/harness/e2e"
@@ -211,17 +211,15 @@ func (c *cluster) updateReady(name string, ready bool) error {
 	if ready {
 		st = corev1.ConditionTrue
 	}
-	pods := c.kube.CoreV1().Pods(clusterNS)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		pod, err := pods.Get(c.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st, LastTransitionTime: metav1.Now()}}}
-		_, err = pods.UpdateStatus(c.ctx, pod, metav1.UpdateOptions{})
+	// A patch, as kubelet writes a status: other writers of the Pod (the
+	// soak's bursts) cause no conflict.
+	patch, err := json.Marshal(map[string]any{"status": corev1.PodStatus{Phase: corev1.PodRunning,
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: st, LastTransitionTime: metav1.Now()}}}})
+	if err != nil {
 		return err
-	})
+	}
+	_, err = c.kube.CoreV1().Pods(clusterNS).Patch(c.ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}, "status")
+	return err
 }
 
 func (c *cluster) pod(name string) *corev1.Pod {

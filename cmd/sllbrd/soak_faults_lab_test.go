@@ -137,7 +137,7 @@ func (s *soakLab) fault(f soak.Fault) soakFault {
 	case faultRouteEdit:
 		return soakFault{s.editRoutes, s.revertRoutes}
 	case faultBurst:
-		return soakFault{s.writeBurst, func() error { return nil }}
+		return soakFault{s.startBurst, func() error { return nil }}
 	}
 	s.t.Fatalf("no fault %q", f.Kind)
 	return soakFault{}
@@ -161,6 +161,7 @@ func (s *soakLab) terminate(n int) error {
 		case <-time.After(50 * time.Millisecond):
 			s.probeReadiness()
 			s.watchStreams()
+			s.revertDue()
 		}
 	}
 }
@@ -291,6 +292,9 @@ func (s *soakLab) deleteTarget(n int) error {
 // SLLBR follows the API server and has applied its last configuration with
 // the four targets alive in both families.
 func (s *soakLab) steady() (bool, string) {
+	if !s.burstDone() {
+		return false, "the object writes still run"
+	}
 	for _, vip := range []netip.Addr{vip4, vip6} {
 		if via := s.gatewayVia(vip); !slices.Equal(via, []int{1, 2, 3}) {
 			return false, fmt.Sprintf("the gateway routes %v via %v", vip, via)

@@ -139,15 +139,10 @@ func (s *soakLab) run(plan []soak.Fault, specs []soak.Spec) {
 			r.revertAt = time.Now().Add(f.Hold)
 			continue
 		}
+		s.revertDue()
 		for i := 0; i < len(s.running); i++ {
 			r := s.running[i]
 			switch {
-			case r.reverted.IsZero() && time.Now().After(r.revertAt):
-				if err := r.steps.revert(); err != nil {
-					t.Fatalf("fault #%s: undo: %v", faultName(r.ev.Fault), err)
-				}
-				r.reverted = time.Now()
-				t.Logf("%s: fault #%d undone", s.elapsed(), r.ev.Seq)
 			case !r.reverted.IsZero() && time.Since(r.polled) > 300*time.Millisecond:
 				r.polled = time.Now()
 				var ok bool
@@ -171,6 +166,22 @@ func (s *soakLab) run(plan []soak.Fault, specs []soak.Spec) {
 			}
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// revertDue undoes each running fault whose hold is over. Steps that wait
+// (an SLLBR's drain) call it too, so that the faults beside them keep
+// their holds. A fault still being injected has no revert time yet.
+func (s *soakLab) revertDue() {
+	for _, r := range s.running {
+		if !r.reverted.IsZero() || r.revertAt.IsZero() || time.Now().Before(r.revertAt) {
+			continue
+		}
+		r.reverted = time.Now() // first: its revert may wait and call revertDue
+		if err := r.steps.revert(); err != nil {
+			s.t.Fatalf("fault #%s: undo: %v", faultName(r.ev.Fault), err)
+		}
+		s.t.Logf("%s: fault #%d undone", s.elapsed(), r.ev.Seq)
 	}
 }
 

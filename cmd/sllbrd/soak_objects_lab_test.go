@@ -55,16 +55,61 @@ func (s *soakLab) udpRoutePorts(ports string) error {
 // soakBurstWrites is the size of the write burst.
 const soakBurstWrites = 1000
 
-// writeBurst writes an annotation soakBurstWrites times, from 8 clients at
-// once, round robin over the objects sllbrd watches: the Service, the
-// L34Routes, the target Pods.
-func (s *soakLab) writeBurst() error {
-	type object struct{ kind, name string }
-	objs := []object{{"service", "service-a"}, {"route", "soak-udp"}, {"route", "vip-20-0-0-1-multi-ports-a"},
+// writeBurstRun is a burst of writes under way.
+type writeBurstRun struct {
+	done chan struct{}
+	err  error // set before done closes
+}
+
+// startBurst starts writeBurst in its own goroutine and returns: the
+// writes may take seconds, during which the other faults' steps must keep
+// their times. The fault is over once they are done (burstDone).
+func (s *soakLab) startBurst() error {
+	objs := s.burstObjects()
+	b := &writeBurstRun{done: make(chan struct{})}
+	go func() {
+		defer close(b.done)
+		b.err = s.writeBurst(objs)
+	}()
+	s.burst = b
+	return nil
+}
+
+// burstDone reports whether no burst runs, failing the test if the last
+// one failed.
+func (s *soakLab) burstDone() bool {
+	if s.burst == nil {
+		return true
+	}
+	select {
+	case <-s.burst.done:
+		if s.burst.err != nil {
+			s.t.Errorf("%s: %v", faultBurst, s.burst.err)
+		}
+		s.burst = nil
+		return true
+	default:
+		return false
+	}
+}
+
+// burstObject is an object a burst writes to.
+type burstObject struct{ kind, name string }
+
+// burstObjects are the objects sllbrd watches: the Service, the
+// L34Routes, the running targets' Pods.
+func (s *soakLab) burstObjects() []burstObject {
+	objs := []burstObject{{"service", "service-a"}, {"route", "soak-udp"}, {"route", "vip-20-0-0-1-multi-ports-a"},
 		{"route", "vip-2001-db8-1-multi-ports-a"}}
 	for _, i := range s.activeTargets() {
-		objs = append(objs, object{"pod", lab.TargetName(i)})
+		objs = append(objs, burstObject{"pod", lab.TargetName(i)})
 	}
+	return objs
+}
+
+// writeBurst writes an annotation soakBurstWrites times, from 8 clients at
+// once, round robin over objs. It touches nothing of the soak's state.
+func (s *soakLab) writeBurst(objs []burstObject) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, soakBurstWrites)
 	for w := range 8 {

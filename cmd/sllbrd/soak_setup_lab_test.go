@@ -79,8 +79,9 @@ type soakLab struct {
 	lbPods  map[int]bool
 	ctlLogs []string // every controller replica's log
 	heaps   []heapProfile
-	mem     memSeries // soak_memory_lab_test.go
-	memAt   time.Time // the last memory sample
+	mem     memSeries      // soak_memory_lab_test.go
+	memAt   time.Time      // the last memory sample
+	burst   *writeBurstRun // the object writes under way, if any
 }
 
 // newSoakLab starts everything and waits until traffic flows through the
@@ -168,10 +169,23 @@ func (s *soakLab) startTraffic() {
 	}
 }
 
+// soakStreamTimeout is how long a long-lived connection waits for an
+// echo before it counts as broken: longer than an exchange may take through
+// any fault (streamBound of the largest bound), so that a slow exchange is
+// judged as a stall against its fault's bound, and only a connection that
+// no longer works breaks.
+func soakStreamTimeout() time.Duration {
+	var b time.Duration
+	for _, sp := range soakSpecs() {
+		b = max(b, sp.Bound)
+	}
+	return streamBound(b) + time.Second
+}
+
 // openStreams opens n more long-lived connections to vip.
 func (s *soakLab) openStreams(vip netip.Addr, n int) {
 	st, err := s.lab.OpenStreams(s.ctx, lab.StreamOptions{VIP: vip, Port: echoPort, Count: n,
-		Interval: 100 * time.Millisecond, PayloadBytes: 512, StallAfter: soakStall})
+		Interval: 100 * time.Millisecond, PayloadBytes: 512, StallAfter: soakStall, Timeout: soakStreamTimeout()})
 	if err != nil {
 		s.t.Fatalf("open %d long-lived connections to %v: %v", n, vip, err)
 	}
