@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -121,8 +122,11 @@ func (s *soakLab) writeBurst(objs []burstObject) error {
 				switch o.kind {
 				case "service":
 					_, err = s.kube.CoreV1().Services(clusterNS).Patch(s.ctx, o.name, types.MergePatchType, patch, metav1.PatchOptions{})
-				case "pod":
+				case "pod": // deleted meanwhile by a re-creation beside the burst: still a write the API served
 					_, err = s.kube.CoreV1().Pods(clusterNS).Patch(s.ctx, o.name, types.MergePatchType, patch, metav1.PatchOptions{})
+					if apierrors.IsNotFound(err) {
+						err = nil
+					}
 				case "route":
 					_, err = s.dyn.Dynamic.Resource(l34RouteGVR).Namespace(clusterNS).Patch(s.ctx, o.name, types.MergePatchType, patch, metav1.PatchOptions{})
 				}
