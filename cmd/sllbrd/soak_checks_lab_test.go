@@ -137,11 +137,7 @@ func (s *soakLab) blamedRows(a soak.Analysis, specs []soak.Spec, bound func([]in
 	var out []soak.Row
 	for _, sp := range specs {
 		r := rows[sp.Kind]
-		d := byKind[sp.Kind]
-		slices.Sort(d)
-		if n := len(d); n > 0 {
-			r.LossP50, r.LossP99, r.LossMax = d[(50*n+99)/100-1], d[(99*n+99)/100-1], d[n-1]
-		}
+		r.LossP50, r.LossP99, r.LossMax = soak.Percentiles(byKind[sp.Kind])
 		out = append(out, *r)
 	}
 	return out

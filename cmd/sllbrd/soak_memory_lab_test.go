@@ -69,7 +69,7 @@ func (s *soakLab) checkMemory(base, now sample) {
 	for _, who := range slices.Sorted(maps.Keys(base.pids)) {
 		pid := base.pids[who]
 		pts := s.mem[who][pid]
-		if now.pids[who] != pid || now.leads[who] != base.leads[who] || len(pts) < 2 {
+		if !livedThrough(base, now, who) || len(pts) < 2 {
 			continue
 		}
 		end := pts[len(pts)-1]

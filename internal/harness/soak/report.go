@@ -60,7 +60,7 @@ func kindRow(k Kind, events []EventLoss) Row {
 			r.Broken += n
 		}
 	}
-	r.LossP50, r.LossP99, r.LossMax = percentiles(loss)
+	r.LossP50, r.LossP99, r.LossMax = Percentiles(loss)
 	return r
 }
 
@@ -70,7 +70,7 @@ func noFaultRow(a Analysis) Row {
 	for _, run := range a.Unexplained {
 		loss = append(loss, run.Loss)
 	}
-	r.LossP50, r.LossP99, r.LossMax = percentiles(loss)
+	r.LossP50, r.LossP99, r.LossMax = Percentiles(loss)
 	for _, s := range a.UnexplainedStalls {
 		r.StreamStallMax = max(r.StreamStallMax, s.RTT)
 	}
@@ -81,9 +81,9 @@ func noFaultRow(a Analysis) Row {
 	return r
 }
 
-// percentiles returns the nearest-rank p50 and p99 and the maximum; zeros
+// Percentiles returns the nearest-rank p50 and p99 and the maximum; zeros
 // for no values. It sorts d.
-func percentiles(d []time.Duration) (p50, p99, top time.Duration) {
+func Percentiles(d []time.Duration) (p50, p99, top time.Duration) {
 	if len(d) == 0 {
 		return 0, 0, 0
 	}

@@ -36,10 +36,10 @@ func TestPercentiles(t *testing.T) {
 			return v
 		}()...), 100, 198, 200},
 	} {
-		p50, p99, top := percentiles(tc.in)
+		p50, p99, top := Percentiles(tc.in)
 		if p50 != time.Duration(tc.p50)*time.Millisecond || p99 != time.Duration(tc.p99)*time.Millisecond ||
 			top != time.Duration(tc.top)*time.Millisecond {
-			t.Errorf("percentiles(%d values) = %v %v %v, want %dms %dms %dms", len(tc.in), p50, p99, top, tc.p50, tc.p99, tc.top)
+			t.Errorf("Percentiles(%d values) = %v %v %v, want %dms %dms %dms", len(tc.in), p50, p99, top, tc.p50, tc.p99, tc.top)
 		}
 	}
 }
