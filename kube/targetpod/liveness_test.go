@@ -136,8 +136,9 @@ func TestPodAgentHandsLivenessTheAppliedGateways(t *testing.T) {
 		{"liveness back, then the pod marked for the sidecar", kube.TargetAgentSidecar, desiredLiveness(5, &GatewayLiveness{IntervalMilliseconds: 100, Multiplier: 3})},
 	} {
 		if step.name != "liveness gone" {
-			a.Seen(podOf("", desiredLiveness(4, &GatewayLiveness{IntervalMilliseconds: 100, Multiplier: 3}), ""))
+			// n is read before Seen: the agent may apply before Seen returns.
 			n := live.count()
+			a.Seen(podOf("", desiredLiveness(4, &GatewayLiveness{IntervalMilliseconds: 100, Multiplier: 3}), ""))
 			eventually(t, step.name+": liveness back", func() bool { return live.count() > n && len(live.last()) == 1 })
 		}
 		n := live.count()
