@@ -295,7 +295,7 @@ func (k *kubeLab) checkAPIServerRestart(t *testing.T) {
 	started := time.Now()
 	k.checkGeneration(t, "kube-apiserver restarted", gen)
 
-	// Writes made at once, while sllbrd's watches still back off: the
+	// Writes made at once, before sllbrd's watches resumed: the
 	// source must not be in sync before they are applied, and they are
 	// applied as the generations they cause (the relist reprogrammed
 	// nothing).

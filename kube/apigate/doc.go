@@ -9,7 +9,9 @@
 // deleted stayed a next hop of the targets). A Gate wrapped around an
 // informer's ListerWatcher turns the outage into one failure: after a
 // failed request, the next waits until the API server answers its /readyz
-// probe (polled every period), then goes through at once.
+// probe (polled every period), then goes through at once. kube/informer
+// runs the informers that sllbrd's roles wrap in a gate, without
+// client-go's backoff after a watch that ran.
 //
 // Contract: Wrap's ListerWatcher behaves as the wrapped one while requests
 // succeed; after a failure, every request waits in Wait, which returns when

@@ -43,6 +43,8 @@
 //     change, and a state built from those caches was emitted. So a write
 //     made before Ready turns true is in the emitted state. On a quiet
 //     cluster the read and the cache agree at once (no wait for a bookmark).
+//     The informers (kube/informer) relist as soon as the server answers,
+//     however many restarts came before.
 //   - Each translator Problem becomes one Kubernetes Event of type Warning on
 //     the offending object (reasons InvalidGateway, InvalidL34Route,
 //     InvalidService, InvalidGatewayRouter, InvalidEndpointIdentifier,

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/sllbrd/sllbrd/kube/informer"
 )
 
 // link is one informer's ListerWatcher, wrapped to tell the Source's
@@ -21,7 +23,7 @@ type link struct {
 	kind     string // the watched kind, for reasons and logs
 	lw       cache.ListerWatcherWithContext
 	health   *health
-	informer cache.SharedIndexInformer
+	informer *informer.Informer
 	changed  chan struct{} // the informer's cache changed (capacity 1)
 }
 

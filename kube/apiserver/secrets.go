@@ -11,11 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	corev1informers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sllbrd/sllbrd/kube/api/v1alpha1"
+	"github.com/sllbrd/sllbrd/kube/apigate"
+	"github.com/sllbrd/sllbrd/kube/informer"
 )
 
 // secretSyncTimeout bounds the wait for a newly referenced Secret's first
@@ -30,6 +31,7 @@ const secretSyncTimeout = 3 * time.Second
 // goroutine calls follow; stop ends every watch.
 type secretWatch struct {
 	client    kubernetes.Interface
+	gate      *apigate.Gate // the Source's
 	namespace string
 	changed   chan<- struct{}
 	log       *slog.Logger
@@ -39,14 +41,14 @@ type secretWatch struct {
 }
 
 type watchedSecret struct {
-	informer cache.SharedIndexInformer
+	informer *informer.Informer
 	synced   cache.InformerSynced
 	cancel   context.CancelFunc
 	lastErr  string // last list/watch error logged
 }
 
 func (s *Source) newSecretWatch(changed chan<- struct{}) *secretWatch {
-	return &secretWatch{client: s.kube, namespace: s.namespace, changed: changed, log: s.log,
+	return &secretWatch{client: s.kube, gate: s.gate, namespace: s.namespace, changed: changed, log: s.log,
 		watched: map[string]*watchedSecret{}}
 }
 
@@ -91,35 +93,34 @@ func (w *secretWatch) start(ctx context.Context, name string) *watchedSecret {
 	byName := func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
 	}
-	inf := corev1informers.NewFilteredSecretInformer(w.client, w.namespace, 0, cache.Indexers{}, byName)
-	ws := &watchedSecret{informer: inf}
-	// Keep the name, namespace and data only: no managedFields, and no
-	// kubectl last-applied annotation, which would hold the data again.
-	_ = inf.SetTransform(func(obj any) (any, error) {
-		if s, ok := obj.(*corev1.Secret); ok {
-			return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace,
-				ResourceVersion: s.ResourceVersion}, Data: s.Data, Type: s.Type}, nil
-		}
-		return obj, nil
+	ws := &watchedSecret{}
+	lw := w.gate.Wrap(cache.NewFilteredListWatchFromClient(w.client.CoreV1().RESTClient(), "secrets", w.namespace, byName))
+	ws.informer = informer.New(lw, &corev1.Secret{}, informer.Options{
+		// Keep the name, namespace and data only: no managedFields, and no
+		// kubectl last-applied annotation, which would hold the data again.
+		Transform: func(obj any) (any, error) {
+			if s, ok := obj.(*corev1.Secret); ok {
+				return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace,
+					ResourceVersion: s.ResourceVersion}, Data: s.Data, Type: s.Type}, nil
+			}
+			return obj, nil
+		},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { signal(w.changed) },
+			UpdateFunc: func(any, any) { signal(w.changed) },
+			DeleteFunc: func(any) { signal(w.changed) },
+		},
+		OnError: func(err error) { // from the informer's goroutine only
+			if msg := err.Error(); msg != ws.lastErr {
+				ws.lastErr = msg
+				w.log.Warn("cannot read the Secret of a GatewayRouter's BGP password", "secret", w.namespace+"/"+name, "err", msg)
+			}
+		},
 	})
-	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
-		if msg := err.Error(); msg != ws.lastErr {
-			ws.lastErr = msg
-			w.log.Warn("cannot read the Secret of a GatewayRouter's BGP password", "secret", w.namespace+"/"+name, "err", msg)
-		}
-	})
-	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { signal(w.changed) },
-		UpdateFunc: func(any, any) { signal(w.changed) },
-		DeleteFunc: func(any) { signal(w.changed) },
-	})
-	ws.synced = inf.HasSynced
-	if err == nil {
-		ws.synced = func() bool { return inf.HasSynced() && reg.HasSynced() }
-	}
+	ws.synced = ws.informer.HasSynced
 	wctx, cancel := context.WithCancel(ctx)
 	ws.cancel = cancel
-	w.wg.Go(func() { inf.RunWithContext(wctx) })
+	w.wg.Go(func() { ws.informer.RunWithContext(wctx) })
 	return ws
 }
 

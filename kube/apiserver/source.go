@@ -130,10 +130,7 @@ func (s *Source) Run(ctx context.Context, emit func(manifest.Update)) error {
 	defer wg.Wait() // after cancel: the informers, the prober and the resumer end
 	defer cancel()
 	changed := make(chan struct{}, 1)
-	w, err := s.newWatchers(changed)
-	if err != nil {
-		return err
-	}
+	w := s.newWatchers(changed)
 	reporter, stopEvents, err := s.startEvents(ctx)
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sllbrd/sllbrd/kube"
 	"github.com/sllbrd/sllbrd/kube/api/v1alpha1"
+	"github.com/sllbrd/sllbrd/kube/informer"
 	"github.com/sllbrd/sllbrd/kube/translate"
 )
 
@@ -35,7 +36,7 @@ func newCRDClient(cfg *rest.Config) (rest.Interface, error) { return v1alpha1.Ne
 
 // watchers are the informers of one Source, each on its link.
 type watchers struct {
-	gateways, routes, services, slices, routers cache.SharedIndexInformer
+	gateways, routes, services, slices, routers *informer.Informer
 	links                                       []*link
 	hasSynced                                   []cache.InformerSynced
 	// observed is when the first event not yet taken happened (unix ns; 0:
@@ -43,8 +44,9 @@ type watchers struct {
 	observed atomic.Int64
 }
 
-// newWatchers builds the informers, each calling changed on every event.
-func (s *Source) newWatchers(changed chan<- struct{}) (*watchers, error) {
+// newWatchers builds the informers (kube/informer: they resume at once
+// after an API server restart), each calling changed on every event.
+func (s *Source) newWatchers(changed chan<- struct{}) *watchers {
 	ns := s.namespace
 	byName := func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.gateway).String()
@@ -55,41 +57,33 @@ func (s *Source) newWatchers(changed chan<- struct{}) (*watchers, error) {
 	ofServices := func(o *metav1.ListOptions) { o.LabelSelector = kube.LabelServiceName }
 	allObjects := func(*metav1.ListOptions) {}
 	w := &watchers{}
-	informer := func(kind string, c cache.Getter, resource string, modify func(*metav1.ListOptions), obj runtime.Object) cache.SharedIndexInformer {
+	onError := func(err error) { s.log.Debug("API server list/watch failed", "err", err) }
+	inform := func(kind string, c cache.Getter, resource string, modify func(*metav1.ListOptions), obj runtime.Object) *informer.Informer {
 		l := newLink(kind, s.gate.Wrap(cache.NewFilteredListWatchFromClient(c, resource, ns, modify)), s.health)
-		l.informer = cache.NewSharedIndexInformer(l, obj, 0, cache.Indexers{})
-		w.links = append(w.links, l)
-		return l.informer
-	}
-	w.gateways = informer("Gateway", s.gateways.GatewayV1().RESTClient(), "gateways", byName, &gatewayv1.Gateway{})
-	w.routes = informer("L34Route", s.crds, resourceL34Routes, allObjects, &v1alpha1.L34Route{})
-	w.services = informer("Service", s.kube.CoreV1().RESTClient(), "services", proxied, &corev1.Service{})
-	w.slices = informer("EndpointSlice", s.kube.DiscoveryV1().RESTClient(), "endpointslices", ofServices, &discoveryv1.EndpointSlice{})
-	w.routers = informer("GatewayRouter", s.crds, resourceGatewayRouters, proxied, &v1alpha1.GatewayRouter{})
-	onError := func(_ *cache.Reflector, err error) { s.log.Debug("API server list/watch failed", "err", err) }
-	for _, l := range w.links {
 		notify := func() {
 			w.observed.CompareAndSwap(0, time.Now().UnixNano())
 			signal(changed)
 			signal(l.changed)
 		}
-		if err := l.informer.SetTransform(trimForCache); err != nil {
-			return nil, fmt.Errorf("apiserver: transform: %w", err)
-		}
-		if err := l.informer.SetWatchErrorHandler(onError); err != nil {
-			return nil, fmt.Errorf("apiserver: watch error handler: %w", err)
-		}
-		reg, err := l.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { notify() },
-			UpdateFunc: func(any, any) { notify() },
-			DeleteFunc: func(any) { notify() },
+		l.informer = informer.New(l, obj, informer.Options{
+			Transform: trimForCache,
+			Handler: cache.ResourceEventHandlerFuncs{
+				AddFunc:    func(any) { notify() },
+				UpdateFunc: func(any, any) { notify() },
+				DeleteFunc: func(any) { notify() },
+			},
+			OnError: onError,
 		})
-		if err != nil {
-			return nil, fmt.Errorf("apiserver: event handler: %w", err)
-		}
-		w.hasSynced = append(w.hasSynced, l.informer.HasSynced, reg.HasSynced)
+		w.links = append(w.links, l)
+		w.hasSynced = append(w.hasSynced, l.informer.HasSynced)
+		return l.informer
 	}
-	return w, nil
+	w.gateways = inform("Gateway", s.gateways.GatewayV1().RESTClient(), "gateways", byName, &gatewayv1.Gateway{})
+	w.routes = inform("L34Route", s.crds, resourceL34Routes, allObjects, &v1alpha1.L34Route{})
+	w.services = inform("Service", s.kube.CoreV1().RESTClient(), "services", proxied, &corev1.Service{})
+	w.slices = inform("EndpointSlice", s.kube.DiscoveryV1().RESTClient(), "endpointslices", ofServices, &discoveryv1.EndpointSlice{})
+	w.routers = inform("GatewayRouter", s.crds, resourceGatewayRouters, proxied, &v1alpha1.GatewayRouter{})
+	return w
 }
 
 // kinds names the watched kinds.
@@ -136,7 +130,7 @@ func (w *watchers) snapshot(namespace, gateway string) (translate.Snapshot, erro
 }
 
 // listOf returns the objects in an informer's cache.
-func listOf[T any](inf cache.SharedIndexInformer) []T {
+func listOf[T any](inf *informer.Informer) []T {
 	items := inf.GetStore().List()
 	out := make([]T, 0, len(items))
 	for _, it := range items {

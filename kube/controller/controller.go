@@ -163,9 +163,7 @@ func New(cfg *rest.Config, namespace string, opts ...Option) (*Controller, error
 		KindGatewayRouter: c.reconcileGatewayRouter,
 		KindPod:           c.reconcilePod,
 	}
-	if c.inf, err = c.newInformers(); err != nil {
-		return nil, err
-	}
+	c.inf = c.newInformers()
 	return c, nil
 }
 

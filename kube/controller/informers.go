@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -22,12 +21,13 @@ import (
 	"github.com/sllbrd/sllbrd/kube/api/v1alpha1"
 	"github.com/sllbrd/sllbrd/kube/apigate"
 	"github.com/sllbrd/sllbrd/kube/controller/sllbr"
+	"github.com/sllbrd/sllbrd/kube/informer"
 )
 
 // informers are the controller's watches and the listers over their caches.
 // Everything is in the controller's namespace except GatewayClasses.
 type informers struct {
-	all       []cache.SharedIndexInformer
+	all       []*informer.Informer
 	hasSynced []cache.InformerSynced
 
 	classes     gatewaylisters.GatewayClassLister
@@ -42,9 +42,9 @@ type informers struct {
 	routers     cache.Indexer // *v1alpha1.GatewayRouter
 }
 
-// newInformers builds the informers and registers the event handlers of
-// handlers.go on them.
-func (c *Controller) newInformers() (*informers, error) {
+// newInformers builds the informers, each with its event handler of
+// handlers.go.
+func (c *Controller) newInformers() *informers {
 	ns := c.namespace
 	none := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
 	all := func(*metav1.ListOptions) {}
@@ -52,59 +52,46 @@ func (c *Controller) newInformers() (*informers, error) {
 		return func(o *metav1.ListOptions) { o.LabelSelector = labels.SelectorFromSet(set).String() }
 	}
 	// Every informer lists and watches through one gate (kube/apigate): an
-	// API server outage costs one reflector backoff step, not a minute.
+	// API server outage costs one failure, and the informers (kube/informer)
+	// list again at once when it is over.
 	gate := apigate.New(apigate.Readyz(c.kube.Discovery()), apigate.DefaultPeriod)
-	informer := func(client cache.Getter, resource, namespace string, modify func(*metav1.ListOptions), obj runtime.Object) cache.SharedIndexInformer {
-		return cache.NewSharedIndexInformer(gate.Wrap(cache.NewFilteredListWatchFromClient(client, resource, namespace, modify)), obj, 0, none)
+	onError := func(err error) { c.log.Debug("API server list/watch failed", "err", err) }
+	inf := &informers{}
+	inform := func(client cache.Getter, resource, namespace string, modify func(*metav1.ListOptions), obj runtime.Object, keys func(old, obj any) []Key) *informer.Informer {
+		i := informer.New(gate.Wrap(cache.NewFilteredListWatchFromClient(client, resource, namespace, modify)), obj,
+			informer.Options{Indexers: none, Handler: c.enqueuer(keys), OnError: onError})
+		inf.all = append(inf.all, i)
+		inf.hasSynced = append(inf.hasSynced, i.HasSynced)
+		return i
 	}
 	core, apps, gw := c.kube.CoreV1().RESTClient(), c.kube.AppsV1().RESTClient(), c.gateways.GatewayV1().RESTClient()
-	classes := informer(gw, "gatewayclasses", metav1.NamespaceAll, all, &gatewayv1.GatewayClass{})
-	gateways := informer(gw, "gateways", ns, all, &gatewayv1.Gateway{})
-	services := informer(core, "services", ns, all, &corev1.Service{})
-	pods := informer(core, "pods", ns, all, &corev1.Pod{})
-	slices := informer(c.kube.DiscoveryV1().RESTClient(), "endpointslices", ns,
-		labelled(labels.Set{kube.LabelEndpointSliceManagedBy: kube.EndpointSliceManager}), &discoveryv1.EndpointSlice{})
+	classes := inform(gw, "gatewayclasses", metav1.NamespaceAll, all, &gatewayv1.GatewayClass{}, c.onGatewayClass)
+	gateways := inform(gw, "gateways", ns, all, &gatewayv1.Gateway{}, c.onGateway)
+	services := inform(core, "services", ns, all, &corev1.Service{}, c.onService)
+	pods := inform(core, "pods", ns, all, &corev1.Pod{}, c.onPod)
+	slices := inform(c.kube.DiscoveryV1().RESTClient(), "endpointslices", ns,
+		labelled(labels.Set{kube.LabelEndpointSliceManagedBy: kube.EndpointSliceManager}), &discoveryv1.EndpointSlice{}, c.onEndpointSlice)
 	ours := labelled(labels.Set{"app.kubernetes.io/managed-by": sllbr.ManagedBy}) // narrows; owners decide
-	deployments := informer(apps, "deployments", ns, ours, &appsv1.Deployment{})
-	replicaSets := informer(apps, "replicasets", ns, ours, &appsv1.ReplicaSet{})
-	configMaps := informer(core, "configmaps", ns, all, &corev1.ConfigMap{})
-	routes := informer(c.crds, v1alpha1.ResourceL34Routes, ns, all, &v1alpha1.L34Route{})
-	routers := informer(c.crds, v1alpha1.ResourceGatewayRouters, ns, all, &v1alpha1.GatewayRouter{})
-	inf := &informers{
-		classes:     gatewaylisters.NewGatewayClassLister(classes.GetIndexer()),
-		gateways:    gatewaylisters.NewGatewayLister(gateways.GetIndexer()).Gateways(ns),
-		services:    corelisters.NewServiceLister(services.GetIndexer()).Services(ns),
-		pods:        corelisters.NewPodLister(pods.GetIndexer()).Pods(ns),
-		slices:      discoverylisters.NewEndpointSliceLister(slices.GetIndexer()).EndpointSlices(ns),
-		deployments: appslisters.NewDeploymentLister(deployments.GetIndexer()).Deployments(ns),
-		replicaSets: appslisters.NewReplicaSetLister(replicaSets.GetIndexer()).ReplicaSets(ns),
-		configMaps:  corelisters.NewConfigMapLister(configMaps.GetIndexer()).ConfigMaps(ns),
-		routes:      routes.GetIndexer(),
-		routers:     routers.GetIndexer(),
-	}
-	handlers := []struct {
-		inf cache.SharedIndexInformer
-		h   func(old, obj any) []Key
-	}{
-		{classes, c.onGatewayClass}, {gateways, c.onGateway}, {services, c.onService},
-		{pods, c.onPod}, {slices, c.onEndpointSlice},
-		{deployments, concatKeys(c.onDeployment, c.onDeploymentNetwork)},
-		{replicaSets, concatKeys(c.onReplicaSet, c.onReplicaSetNetwork)},
-		{configMaps, c.onConfigMap}, {routes, c.onL34Route}, {routers, c.onGatewayRouter},
-	}
-	for _, h := range handlers {
-		reg, err := h.inf.AddEventHandler(c.enqueuer(h.h))
-		if err != nil {
-			return nil, fmt.Errorf("controller: event handler: %w", err)
-		}
-		inf.all = append(inf.all, h.inf)
-		inf.hasSynced = append(inf.hasSynced, h.inf.HasSynced, reg.HasSynced)
-	}
-	return inf, nil
+	deployments := inform(apps, "deployments", ns, ours, &appsv1.Deployment{}, concatKeys(c.onDeployment, c.onDeploymentNetwork))
+	replicaSets := inform(apps, "replicasets", ns, ours, &appsv1.ReplicaSet{}, concatKeys(c.onReplicaSet, c.onReplicaSetNetwork))
+	configMaps := inform(core, "configmaps", ns, all, &corev1.ConfigMap{}, c.onConfigMap)
+	routes := inform(c.crds, v1alpha1.ResourceL34Routes, ns, all, &v1alpha1.L34Route{}, c.onL34Route)
+	routers := inform(c.crds, v1alpha1.ResourceGatewayRouters, ns, all, &v1alpha1.GatewayRouter{}, c.onGatewayRouter)
+	inf.classes = gatewaylisters.NewGatewayClassLister(classes.GetIndexer())
+	inf.gateways = gatewaylisters.NewGatewayLister(gateways.GetIndexer()).Gateways(ns)
+	inf.services = corelisters.NewServiceLister(services.GetIndexer()).Services(ns)
+	inf.pods = corelisters.NewPodLister(pods.GetIndexer()).Pods(ns)
+	inf.slices = discoverylisters.NewEndpointSliceLister(slices.GetIndexer()).EndpointSlices(ns)
+	inf.deployments = appslisters.NewDeploymentLister(deployments.GetIndexer()).Deployments(ns)
+	inf.replicaSets = appslisters.NewReplicaSetLister(replicaSets.GetIndexer()).ReplicaSets(ns)
+	inf.configMaps = corelisters.NewConfigMapLister(configMaps.GetIndexer()).ConfigMaps(ns)
+	inf.routes = routes.GetIndexer()
+	inf.routers = routers.GetIndexer()
+	return inf
 }
 
-// concatKeys maps an event with every one of fs (one registration per
-// informer: an informer is started once per registration).
+// concatKeys maps an event with every one of fs (an informer has one
+// handler).
 func concatKeys(fs ...func(old, obj any) []Key) func(old, obj any) []Key {
 	return func(old, obj any) []Key {
 		var keys []Key
