@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
 )
 
 const (
@@ -109,6 +110,13 @@ func (l *gated) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (
 		l.gate.Failed()
 	}
 	return w, err
+}
+
+// IsWatchListSemanticsUnSupported passes on what the wrapped
+// ListerWatcher says: a client that cannot stream a watch-list (client-go's
+// fakes) is not asked for one (watchlist.DoesClientNotSupportWatchListSemantics).
+func (l *gated) IsWatchListSemanticsUnSupported() bool {
+	return watchlist.DoesClientNotSupportWatchListSemantics(l.lw)
 }
 
 // List implements the deprecated cache.Lister.

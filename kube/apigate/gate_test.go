@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
 )
 
 // fakeLW fails its requests while down is set.
@@ -100,5 +102,29 @@ func TestGateWaitEndsWithItsContext(t *testing.T) {
 func TestReadyzOfAFake(t *testing.T) {
 	if err := Readyz(fake.NewClientset().Discovery())(context.Background()); err != nil {
 		t.Fatalf("probe of a fake: %v", err)
+	}
+}
+
+// TestWrapSaysWhetherTheClientStreamsWatchLists: the reflector asks the
+// ListerWatcher whether its client can stream a watch-list; a gate must not
+// hide a fake's no (the reflector would wait for initial events forever).
+func TestWrapSaysWhetherTheClientStreamsWatchLists(t *testing.T) {
+	g := New(func(context.Context) error { return nil }, time.Millisecond)
+	lw := &cache.ListWatch{}
+	for _, c := range []struct {
+		name   string
+		client any
+		want   bool
+	}{
+		{"client-go's fake", fake.NewClientset(), true},
+		{"a client that streams", struct{}{}, false},
+	} {
+		wrapped := g.Wrap(cache.ToListerWatcherWithContext(cache.ToListWatcherWithWatchListSemantics(lw, c.client)))
+		if got := watchlist.DoesClientNotSupportWatchListSemantics(wrapped); got != c.want {
+			t.Errorf("%s: unsupported = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if watchlist.DoesClientNotSupportWatchListSemantics(g.Wrap(lw)) {
+		t.Error("a plain ListWatch wrapped: unsupported")
 	}
 }

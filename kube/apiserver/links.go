@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
 
 	"github.com/sllbrd/sllbrd/kube/informer"
 )
@@ -55,6 +56,12 @@ func (l *link) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (w
 		return nil, err
 	}
 	return l.track(w), nil
+}
+
+// IsWatchListSemanticsUnSupported passes on what the wrapped
+// ListerWatcher says (see kube/apigate).
+func (l *link) IsWatchListSemanticsUnSupported() bool {
+	return watchlist.DoesClientNotSupportWatchListSemantics(l.lw)
 }
 
 // List implements the deprecated cache.Lister.

@@ -9,16 +9,20 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sllbrd/sllbrd/internal/cri"
 	"github.com/sllbrd/sllbrd/internal/targetbfd"
 	"github.com/sllbrd/sllbrd/internal/targetnet"
+	"github.com/sllbrd/sllbrd/kube/apigate"
+	"github.com/sllbrd/sllbrd/kube/informer"
 	"github.com/sllbrd/sllbrd/kube/targetpod"
 )
 
@@ -112,31 +116,37 @@ func (d *Daemon) Agent() string { return targetpod.NodeAgent(d.node) }
 
 // informer is the one informer of the daemon: the pods of its node, by a
 // field selector (the verbs list and watch), each reduced to what the
-// daemon reads.
-func (d *Daemon) informer() (cache.SharedIndexInformer, error) {
-	inf := coreinformers.NewFilteredPodInformer(d.client, metav1.NamespaceAll, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", d.node).String()
-	})
-	if err := inf.SetTransform(slim); err != nil {
-		return nil, fmt.Errorf("pod informer: %w", err)
+// daemon reads. It lists and watches through a gate (kube/apigate), and
+// relists as soon as a restarted API server answers (kube/informer).
+func (d *Daemon) informer() *informer.Informer {
+	gate := apigate.New(apigate.Readyz(d.client.Discovery()), apigate.DefaultPeriod)
+	pods, onNode := d.client.CoreV1().Pods(metav1.NamespaceAll), fields.OneTermEqualSelector("spec.nodeName", d.node).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = onNode
+			return pods.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = onNode
+			return pods.Watch(ctx, o)
+		},
 	}
-	return inf, nil
+	// The client says whether it can stream a watch-list (fakes cannot).
+	return informer.New(gate.Wrap(cache.ToListerWatcherWithContext(cache.ToListWatcherWithWatchListSemantics(lw, d.client))), &corev1.Pod{}, informer.Options{
+		Transform: slim,
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    d.onPod,
+			UpdateFunc: func(_, obj any) { d.onPod(obj) },
+			DeleteFunc: d.onDelete,
+		},
+		OnError: func(err error) { d.log.Debug("API server list/watch of the node's pods failed", "err", err) },
+	})
 }
 
 // Run applies the desired configuration of the node's pods and reports
 // it until ctx ends; what was applied stays.
 func (d *Daemon) Run(ctx context.Context) error {
-	inf, err := d.informer()
-	if err != nil {
-		return err
-	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    d.onPod,
-		UpdateFunc: func(_, obj any) { d.onPod(obj) },
-		DeleteFunc: d.onDelete,
-	}); err != nil {
-		return fmt.Errorf("pod informer: %w", err)
-	}
+	inf := d.informer()
 	d.mu.Lock()
 	d.ctx, d.synced = ctx, inf.HasSynced
 	d.mu.Unlock()
