@@ -16,7 +16,7 @@ import (
 // the largest bound of the faults it falls in, every stall likewise, every
 // fixed flow answered by another target unless a fault changed the
 // endpoints then, and a probe kind that never got an answer. It returns the
-// report's rows.
+// report's rows (soak.Report: each loss charged to one fault).
 func (s *soakLab) checkTraffic(specs []soak.Spec) []soak.Row {
 	t := s.t
 	samples := s.rec.Samples()
@@ -75,7 +75,11 @@ func (s *soakLab) checkTraffic(specs []soak.Spec) []soak.Row {
 	}
 	t.Logf("%d samples, answered per kind %v; %d loss runs (%d with no fault), %d stalls, %d moves, %d connections broken",
 		len(samples), answered, len(a.Runs), len(a.Unexplained), len(a.Stalls), len(a.Moves), len(s.broken))
-	return s.blamedRows(a, specs, bound)
+	broken := make([]soak.Broken, 0, len(s.broken))
+	for _, b := range s.broken {
+		broken = append(broken, soak.Broken{Kind: b.kind, Why: b.why})
+	}
+	return soak.Report(a, specs, s.events, broken, bound)
 }
 
 // streamBound is the longest exchange of a long-lived connection through a
@@ -90,65 +94,6 @@ func streamBound(loss time.Duration) time.Duration {
 		at += rto
 	}
 	return at + soakStall
-}
-
-// blamedRows is the report: each loss run and stall counts for the one
-// fault that explains it, the one with the largest bound among those it
-// falls in (the earliest on a tie), not for every fault it overlaps; each
-// broken connection for the fault it was judged by.
-func (s *soakLab) blamedRows(a soak.Analysis, specs []soak.Spec, bound func([]int) time.Duration) []soak.Row {
-	blame := func(seqs []int) int {
-		best := -1
-		for _, q := range seqs {
-			if best < 0 || bound([]int{q}) > bound([]int{best}) {
-				best = q
-			}
-		}
-		return best
-	}
-	loss, stall := map[int]time.Duration{}, map[int]time.Duration{}
-	for _, r := range a.Runs {
-		if q := blame(r.Events); q >= 0 {
-			loss[q] = max(loss[q], r.Loss)
-		}
-	}
-	for _, st := range a.Stalls {
-		if q := blame(st.Events); q >= 0 {
-			stall[q] = max(stall[q], st.RTT)
-		}
-	}
-	byKind := map[soak.Kind][]time.Duration{}
-	rows := map[soak.Kind]*soak.Row{}
-	for _, sp := range specs {
-		rows[sp.Kind] = &soak.Row{Kind: sp.Kind, Bound: sp.Bound, Why: map[string]int{}}
-	}
-	for _, ev := range s.events {
-		r := rows[ev.Kind]
-		r.Count++
-		byKind[ev.Kind] = append(byKind[ev.Kind], loss[ev.Seq])
-		r.StreamStallMax = max(r.StreamStallMax, stall[ev.Seq])
-	}
-	for _, b := range s.broken {
-		if r, ok := rows[b.kind]; ok {
-			r.Broken++
-			r.Why[reasonClass(b.why)]++
-		}
-	}
-	var out []soak.Row
-	for _, sp := range specs {
-		r := rows[sp.Kind]
-		r.LossP50, r.LossP99, r.LossMax = soak.Percentiles(byKind[sp.Kind])
-		out = append(out, *r)
-	}
-	return out
-}
-
-// reasonClass drops a reason's details (the target a flow moved to).
-func reasonClass(why string) string {
-	if strings.HasPrefix(why, "Maglev moved") {
-		return "Maglev moved its flow"
-	}
-	return why
 }
 
 // at renders t as the time since the first fault.

@@ -18,9 +18,10 @@
 //     breaks, target moves of fixed flows, each attributed to the executed
 //     faults whose window [Start, End+settle] it overlaps; what no fault
 //     explains is listed as such.
-//   - Rows and Markdown: the per-fault-kind report (loss window p50/p99/max
-//     against the kind's documented bound, longest stream stall, broken
-//     connections and why).
+//   - Report and Markdown: the per-fault-kind report (loss window
+//     p50/p99/max against the kind's documented bound, longest stream
+//     stall, broken connections and why), each loss run and stall charged
+//     to the one fault of the largest bound it falls in.
 //   - Resources and Flat: resource figures before and after, compared with
 //     a relative tolerance and an absolute floor.
 //   - NormalizeRuleset and Diff: `nft -j list ruleset` to a canonical text

@@ -8,77 +8,99 @@ import (
 	"time"
 )
 
-// NoFault is the Kind of the report row for what no event explains.
+// NoFault is the Kind of an item no fault explains (a broken connection
+// judged outside every fault); no report row counts it.
 const NoFault Kind = "(no fault)"
 
 // Row is the report of one fault kind.
 type Row struct {
 	Kind  Kind
 	Count int // events of the kind
-	// The loss window over the kind's events (each event's Worst; an
-	// event without loss counts as 0), nearest-rank percentiles.
+	// The loss window over the kind's events (the longest loss run charged
+	// to each event; an event without one counts as 0), nearest-rank
+	// percentiles.
 	LossP50, LossP99, LossMax time.Duration
 	Bound                     time.Duration // the spec's documented bound
-	StreamStallMax            time.Duration // the longest stream stall
+	StreamStallMax            time.Duration // the longest stream stall charged
 	Broken                    int           // stream connections broken
 	Why                       map[string]int
 }
 
-// Rows reports a per fault kind, in the order of specs, then kinds that
-// ran without a spec (sorted), then a NoFault row when something is
-// unexplained: its Count is the number of unexplained runs, its loss their
-// loss.
-func Rows(a Analysis, specs []Spec) []Row {
-	byKind := map[Kind][]EventLoss{}
-	for _, el := range a.Events {
-		byKind[el.Event.Kind] = append(byKind[el.Event.Kind], el)
-	}
-	var rows []Row
-	for _, s := range specs {
-		r := kindRow(s.Kind, byKind[s.Kind])
-		r.Bound = s.Bound
-		rows = append(rows, r)
-		delete(byKind, s.Kind)
-	}
-	for _, k := range slices.Sorted(maps.Keys(byKind)) {
-		rows = append(rows, kindRow(k, byKind[k]))
-	}
-	if len(a.Unexplained)+len(a.UnexplainedStalls)+len(a.UnexplainedBreaks) > 0 {
-		rows = append(rows, noFaultRow(a))
-	}
-	return rows
+// Broken is a long-lived connection that broke: Kind is the kind of the
+// fault it was judged by (NoFault: none), Why the reason it was given.
+type Broken struct {
+	Kind Kind
+	Why  string
 }
 
-func kindRow(k Kind, events []EventLoss) Row {
-	r := Row{Kind: k, Count: len(events), Why: map[string]int{}}
-	loss := make([]time.Duration, 0, len(events))
-	for _, el := range events {
-		loss = append(loss, el.Worst)
-		r.StreamStallMax = max(r.StreamStallMax, el.StallMax)
-		for why, n := range el.Breaks {
-			r.Why[why] += n
-			r.Broken += n
+// Report is the per-fault-kind report, a row per spec in the order of
+// specs. Each loss run and stall of a counts for the one fault that
+// explains it, the one with the largest bound among the events it falls in
+// (bound of that event's Seq alone; the first in the item's Events on a
+// tie), not for every fault it overlaps: an event's loss is the longest run
+// charged to it, and every event in events counts in its kind's
+// percentiles, 0 when nothing was charged to it. A broken connection counts
+// on its Kind's row, under its Why without details (every "Maglev moved..."
+// as "Maglev moved its flow"). Events and broken connections of a kind
+// without a spec (NoFault among them) are in no row: the report is of the
+// planned faults; what no fault explains is judged elsewhere.
+func Report(a Analysis, specs []Spec, events []Event, broken []Broken, bound func(seqs []int) time.Duration) []Row {
+	blame := func(seqs []int) (int, bool) {
+		best, found := 0, false
+		for _, q := range seqs {
+			if !found || bound([]int{q}) > bound([]int{best}) {
+				best, found = q, true
+			}
+		}
+		return best, found
+	}
+	loss, stall := map[int]time.Duration{}, map[int]time.Duration{}
+	for _, r := range a.Runs {
+		if q, ok := blame(r.Events); ok {
+			loss[q] = max(loss[q], r.Loss)
 		}
 	}
-	r.LossP50, r.LossP99, r.LossMax = Percentiles(loss)
-	return r
+	for _, st := range a.Stalls {
+		if q, ok := blame(st.Events); ok {
+			stall[q] = max(stall[q], st.RTT)
+		}
+	}
+	byKind := map[Kind][]time.Duration{}
+	rows := map[Kind]*Row{}
+	for _, sp := range specs {
+		rows[sp.Kind] = &Row{Kind: sp.Kind, Bound: sp.Bound, Why: map[string]int{}}
+	}
+	for _, ev := range events {
+		r, ok := rows[ev.Kind]
+		if !ok {
+			continue
+		}
+		r.Count++
+		byKind[ev.Kind] = append(byKind[ev.Kind], loss[ev.Seq])
+		r.StreamStallMax = max(r.StreamStallMax, stall[ev.Seq])
+	}
+	for _, b := range broken {
+		if r, ok := rows[b.Kind]; ok {
+			r.Broken++
+			r.Why[reasonClass(b.Why)]++
+		}
+	}
+	out := make([]Row, 0, len(specs))
+	for _, sp := range specs {
+		r := rows[sp.Kind]
+		r.LossP50, r.LossP99, r.LossMax = Percentiles(byKind[sp.Kind])
+		out = append(out, *r)
+	}
+	return out
 }
 
-func noFaultRow(a Analysis) Row {
-	r := Row{Kind: NoFault, Count: len(a.Unexplained), Why: map[string]int{}}
-	loss := make([]time.Duration, 0, len(a.Unexplained))
-	for _, run := range a.Unexplained {
-		loss = append(loss, run.Loss)
+// reasonClass drops a broken connection's reason's details (the target a
+// flow moved to), so that the report counts reasons by class.
+func reasonClass(why string) string {
+	if strings.HasPrefix(why, "Maglev moved") {
+		return "Maglev moved its flow"
 	}
-	r.LossP50, r.LossP99, r.LossMax = Percentiles(loss)
-	for _, s := range a.UnexplainedStalls {
-		r.StreamStallMax = max(r.StreamStallMax, s.RTT)
-	}
-	for _, b := range a.UnexplainedBreaks {
-		r.Why[b.Err]++
-		r.Broken++
-	}
-	return r
+	return why
 }
 
 // Percentiles returns the nearest-rank p50 and p99 and the maximum; zeros
