@@ -42,7 +42,7 @@ func (a *adminFlags) register(fs *flag.FlagSet) {
 		"unix socket serving sllbrd show, explain and log-level (empty: none); default $"+envAdminSocket+" or "+admin.DefaultSocket)
 	fs.StringVar(&a.group, "admin-group", os.Getenv(envAdminGroup),
 		"group (number, or name in /etc/group) whose members may use the admin socket besides root; default $"+envAdminGroup)
-	fs.StringVar(&a.pprofAddress, "pprof-address", "", "serve net/http/pprof on this loopback address, e.g. 127.0.0.1:6060 (default: off)")
+	registerPprofAddress(fs, &a.pprofAddress)
 }
 
 func (a *adminFlags) validate() error {
@@ -57,10 +57,8 @@ func (a *adminFlags) validate() error {
 		}
 		a.gid = gid
 	}
-	if a.pprofAddress != "" {
-		if err := admin.CheckLoopback(a.pprofAddress); err != nil {
-			errs = append(errs, fmt.Errorf("--pprof-address: %w", err))
-		}
+	if err := checkPprofAddress(a.pprofAddress); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -58,6 +59,24 @@ func metricsServer(diag *admin.Diagnostics, addr string, reg *prometheus.Registr
 		srv := metrics.NewServer(addr, reg, ready, append([]metrics.ServerOption{metrics.WithLogger(log)}, opts...)...)
 		return func(ctx context.Context) error { return srv.Serve(ctx, diag.Listener(admin.ServerMetrics, ln)) }, nil
 	}}
+}
+
+// registerPprofAddress defines --pprof-address, the same in every role
+// (sllbrd, sllbrd controller, sllbrd target): off by default.
+func registerPprofAddress(fs *flag.FlagSet, addr *string) {
+	fs.StringVar(addr, "pprof-address", "", "serve net/http/pprof on this loopback address, e.g. 127.0.0.1:6060 (default: off)")
+}
+
+// checkPprofAddress refuses an --pprof-address whose host is not a
+// loopback IP address (admin.CheckLoopback); "" (off) is accepted.
+func checkPprofAddress(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	if err := admin.CheckLoopback(addr); err != nil {
+		return fmt.Errorf("--pprof-address: %w", err)
+	}
+	return nil
 }
 
 // pprofServer is net/http/pprof on the loopback address addr.

@@ -29,6 +29,7 @@ var _ controller.Metrics = (*metrics.Controller)(nil)
 // controllerConfig is the command line of `sllbrd controller`, validated.
 type controllerConfig struct {
 	namespace, kubeconfig, metricsAddress string
+	pprofAddress                          string // "": off
 	templateConfigMap                     string
 	pod, container, sllbrImage            string
 	workers                               int
@@ -43,6 +44,7 @@ func parseControllerFlags(args []string) (*controllerConfig, error) {
 	fs.StringVar(&c.namespace, "namespace", "", "namespace to reconcile (default: the pod's namespace)")
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig for the API server (default: in-cluster)")
 	fs.StringVar(&c.metricsAddress, "metrics-address", "127.0.0.1:9100", "address of the HTTP endpoint serving /metrics, /healthz and /readyz")
+	registerPprofAddress(fs, &c.pprofAddress)
 	fs.StringVar(&c.templateConfigMap, "template-configmap", controller.DefaultTemplateConfigMap,
 		"ConfigMap holding the SLLBR Deployment template (key deployment.yaml); the built-in deploy/sllbrd template while it does not exist")
 	fs.StringVar(&c.pod, "pod", os.Getenv("POD_NAME"),
@@ -69,6 +71,9 @@ func parseControllerFlags(args []string) (*controllerConfig, error) {
 	var errs []error
 	if c.metricsAddress == "" {
 		errs = append(errs, errors.New("--metrics-address is required (use 127.0.0.1:PORT to keep it local)"))
+	}
+	if err := checkPprofAddress(c.pprofAddress); err != nil {
+		errs = append(errs, err)
 	}
 	if c.pod != "" {
 		for _, msg := range validation.IsDNS1123Subdomain(c.pod) {
@@ -124,7 +129,7 @@ func runController(ctx context.Context, cfg *controllerConfig, log *slog.Logger)
 	}
 	log.Info("sllbrd controller starting", "version", version, "namespace", ns, "identity", ctl.Identity(),
 		"leader_elect", cfg.election.Enabled)
-	err = runWithAdmin(ctx, log, cfg.metricsAddress, ctl.Ready, ctl.Run, m)
+	err = runWithAdmin(ctx, log, adminAddresses{cfg.metricsAddress, cfg.pprofAddress}, ctl.Ready, ctl.Run, m)
 	if errors.Is(err, sllbr.ErrNoImage) {
 		return fmt.Errorf("%w: run the controller in its pod with POD_NAME from the downward API (it gives its own image), "+
 			"give --sllbr-image, or name an image in the template", err)
@@ -151,11 +156,17 @@ func sllbrImageOption(cfg *controllerConfig, ns string) controller.Option {
 	return controller.WithImage("")
 }
 
-// runWithAdmin runs run and the admin endpoint (/metrics with the
-// collectors and sllbrd_ready, /healthz, /readyz from ready) until ctx ends
-// or run returns. The endpoint is opened first (a port in use fails the
-// start); after that its failures never end run (startDiagnostics).
-func runWithAdmin(ctx context.Context, log *slog.Logger, addr string, ready func() (bool, []string),
+// adminAddresses are where the controller and the target roles serve
+// their diagnostics: the admin endpoint (--metrics-address) and pprof
+// (--pprof-address, checked by checkPprofAddress; "": off).
+type adminAddresses struct{ metrics, pprof string }
+
+// runWithAdmin runs run and the diagnostics servers at addrs until ctx
+// ends or run returns: the admin endpoint (/metrics with the collectors
+// and sllbrd_ready, /healthz, /readyz from ready) and pprof if asked for.
+// They are opened first (a port in use fails the start); after that their
+// failures never end run (startDiagnostics).
+func runWithAdmin(ctx context.Context, log *slog.Logger, addrs adminAddresses, ready func() (bool, []string),
 	run func(context.Context) error, collectors ...prometheus.Collector) error {
 	diag := admin.NewDiagnostics(log)
 	reg := metrics.NewRegistry()
@@ -163,11 +174,15 @@ func runWithAdmin(ctx context.Context, log *slog.Logger, addr string, ready func
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
-	if err := startDiagnostics(g, gctx, diag, metricsServer(diag, addr, reg, ready, log, metrics.WithShutdownTimeout(2*time.Second))); err != nil {
+	servers := []diagnosticServer{metricsServer(diag, addrs.metrics, reg, ready, log, metrics.WithShutdownTimeout(2*time.Second))}
+	if addrs.pprof != "" {
+		servers = append(servers, pprofServer(diag, addrs.pprof, log))
+	}
+	if err := startDiagnostics(g, gctx, diag, servers...); err != nil {
 		return err
 	}
 	g.Go(func() error {
-		defer cancel() // the endpoint stops with run
+		defer cancel() // the servers stop with run
 		return run(gctx)
 	})
 	return g.Wait()

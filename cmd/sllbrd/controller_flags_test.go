@@ -36,6 +36,14 @@ func TestControllerFlagsDefaults(t *testing.T) {
 	if c.pod != "sllbrd-controller-7d9f-x2" || c.container != "controller" || c.sllbrImage != "" {
 		t.Errorf("pod %q container %q sllbr-image %q: want $POD_NAME, controller, none", c.pod, c.container, c.sllbrImage)
 	}
+	if c.pprofAddress != "" {
+		t.Errorf("--pprof-address %q by default, want off", c.pprofAddress)
+	}
+	for _, addr := range []string{"127.0.0.1:6060", "[::1]:6060"} {
+		if c, err := parseControllerFlags([]string{"--pprof-address=" + addr}); err != nil || c.pprofAddress != addr {
+			t.Errorf("--pprof-address=%s: %+v, %v", addr, c, err)
+		}
+	}
 }
 
 // TestControllerFlagsMatchTheDeployment: the controller's container in
@@ -78,6 +86,10 @@ func TestControllerFlagsRejectBadValues(t *testing.T) {
 		{[]string{"--readiness-hold-max=6m"}, "--readiness-hold-max 6m0s"},
 		{[]string{"--readiness-hold-max=30"}, "invalid value \"30\" for flag -readiness-hold-max"},
 		{[]string{"--sllbr-image=example.org/sllbrd:v1 --evil"}, "--sllbr-image \"example.org/sllbrd:v1 --evil\" contains white space"},
+		{[]string{"--pprof-address=10.0.0.1:6060"}, `--pprof-address: "10.0.0.1:6060": the host must be a loopback address`},
+		{[]string{"--pprof-address=:6060"}, `--pprof-address: ":6060": the host must be a loopback address`},
+		{[]string{"--pprof-address=localhost:6060"}, `--pprof-address: "localhost:6060": the host must be a loopback address`},
+		{[]string{"--pprof-address=127.0.0.1"}, `--pprof-address: "127.0.0.1": want host:port`},
 	} {
 		_, err := parseControllerFlags(tc.args)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -18,8 +18,9 @@
 // `sllbrd show`, `sllbrd explain` and `sllbrd log-level` are clients of a
 // running daemon's admin socket (internal/admin; show.go): the daemon
 // answers from its engine (Inspect, Explain), BGP speaker, BFD server and a
-// record of its applies (admin.go, admin_status.go, admin_daemon.go), and
-// serves pprof on a loopback address when asked (docs/operations.md).
+// record of its applies (admin.go, admin_status.go, admin_daemon.go).
+// Every role serves pprof on a loopback address when asked
+// (--pprof-address, admin_servers.go; docs/operations.md).
 //
 // The diagnostics servers of every role (the admin socket, the HTTP
 // endpoint of /metrics, /healthz and /readyz, pprof; admin_servers.go) are

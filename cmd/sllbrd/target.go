@@ -41,6 +41,7 @@ const (
 // both.
 type targetConfig struct {
 	namespace, pod, kubeconfig, metricsAddress string
+	pprofAddress                               string // "": off
 	node, runtimeEndpoint                      string
 	cleanup                                    bool
 	resync                                     time.Duration
@@ -58,6 +59,7 @@ func parseTargetFlags(args []string) (*targetConfig, error) {
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig for the API server (default: in-cluster)")
 	fs.StringVar(&c.metricsAddress, "metrics-address", "", "address of the HTTP endpoint serving /metrics, /healthz and /readyz (default "+
 		DefaultTargetMetricsAddress+" for the sidecar, "+DefaultTargetNodeMetricsAddress+" for the node daemon)")
+	registerPprofAddress(fs, &c.pprofAddress)
 	fs.StringVar(&c.runtimeEndpoint, "runtime-endpoint", DefaultRuntimeEndpoint, "node daemon: the container runtime's CRI socket")
 	fs.BoolVar(&c.cleanup, "cleanup", false, "node daemon: remove everything of sllbrd's from the node's node-mode pods and the node daemon's "+
 		"status annotations, then idle until stopped (uninstall)")
@@ -81,6 +83,9 @@ func parseTargetFlags(args []string) (*targetConfig, error) {
 	}
 	if given["metrics-address"] && c.metricsAddress == "" {
 		errs = append(errs, errors.New("--metrics-address is required (use 127.0.0.1:PORT to keep it local)"))
+	}
+	if err := checkPprofAddress(c.pprofAddress); err != nil {
+		errs = append(errs, err)
 	}
 	return c, errors.Join(errs...)
 }
@@ -170,5 +175,5 @@ func runTarget(ctx context.Context, cfg *targetConfig, log *slog.Logger) error {
 		return g.Wait()
 	}
 	log.Info("sllbrd target starting", "version", version, "pod", ns+"/"+cfg.pod, "metrics_address", cfg.metricsAddress)
-	return runWithAdmin(ctx, log, cfg.metricsAddress, agent.Ready, run, m, metrics.NewTargetBFD(bfdRunner.Stats))
+	return runWithAdmin(ctx, log, adminAddresses{cfg.metricsAddress, cfg.pprofAddress}, agent.Ready, run, m, metrics.NewTargetBFD(bfdRunner.Stats))
 }

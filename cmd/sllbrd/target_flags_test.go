@@ -12,7 +12,8 @@ func TestTargetFlagsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.pod != "app-7d9f-x2" || c.node != "" || c.metricsAddress != "127.0.0.1:9180" || c.resync != 30*time.Second || !c.requireConfig || c.kubeconfig != "" {
+	if c.pod != "app-7d9f-x2" || c.node != "" || c.metricsAddress != "127.0.0.1:9180" || c.resync != 30*time.Second || !c.requireConfig || c.kubeconfig != "" ||
+		c.pprofAddress != "" {
 		t.Errorf("defaults %+v", c)
 	}
 	if c, err := parseTargetFlags([]string{"--pod=p", "--require-config=false", "--resync=0"}); err != nil || c.pod != "p" || c.requireConfig || c.resync != 0 {
@@ -29,7 +30,7 @@ func TestTargetNodeFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.node != "worker-1.example" || c.pod != "" || c.metricsAddress != "127.0.0.1:9181" || c.cleanup ||
-		c.runtimeEndpoint != "unix:///run/containerd/containerd.sock" || c.resync != 30*time.Second {
+		c.runtimeEndpoint != "unix:///run/containerd/containerd.sock" || c.resync != 30*time.Second || c.pprofAddress != "" {
 		t.Errorf("node defaults %+v", c)
 	}
 	c, err = parseTargetFlags([]string{"--node=n1", "--cleanup", "--runtime-endpoint=unix:///run/crio/crio.sock", "--metrics-address=:9181", "--resync=1m"})
@@ -66,6 +67,22 @@ func TestTargetFlagsRejectBadValues(t *testing.T) {
 		_, err := parseTargetFlags(tc.args)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	// --pprof-address: loopback only, for the sidecar and the node daemon.
+	for _, args := range [][]string{{"--pod=p"}, {"--node=n1"}} {
+		for _, addr := range []string{"127.0.0.1:6061", "[::1]:6061"} {
+			if c, err := parseTargetFlags(append(args, "--pprof-address="+addr)); err != nil || c.pprofAddress != addr {
+				t.Errorf("%v --pprof-address=%s: %+v, %v", args, addr, c, err)
+			}
+		}
+		for addr, want := range map[string]string{
+			"10.0.0.1:6061": `--pprof-address: "10.0.0.1:6061": the host must be a loopback address`,
+			":6061":         `--pprof-address: ":6061": the host must be a loopback address`,
+		} {
+			if _, err := parseTargetFlags(append(args, "--pprof-address="+addr)); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%v --pprof-address=%s: error %v, want %q", args, addr, err, want)
+			}
 		}
 	}
 	// $POD_NAME set: --node still excludes an explicit --pod only.

@@ -65,5 +65,5 @@ func runTargetNode(ctx context.Context, cfg *targetConfig, log *slog.Logger) err
 	// The applies of every pod (m) without the applied generation, which is
 	// one pod's, and the node's own: pods by state, the runtime, skips, and
 	// the pods' BFD sessions, summed.
-	return runWithAdmin(ctx, log, cfg.metricsAddress, d.Ready, run, metrics.NewTargetNode(m, d), metrics.NewTargetBFD(d.BFDStats))
+	return runWithAdmin(ctx, log, adminAddresses{cfg.metricsAddress, cfg.pprofAddress}, d.Ready, run, metrics.NewTargetNode(m, d), metrics.NewTargetBFD(d.BFDStats))
 }
