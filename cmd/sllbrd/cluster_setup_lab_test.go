@@ -65,8 +65,9 @@ type cluster struct {
 	// the binary, each in a memory cgroup with the example's limit.
 	sidecarBin   string
 	sidecarLimit uint64
-	dataplane    string // kubeconfig of the SLLBR pods' ServiceAccount
-	target       string // kubeconfig of the application's ServiceAccount
+	sidecarArgs  []string // more flags of the sidecars' sllbrd target
+	dataplane    string   // kubeconfig of the SLLBR pods' ServiceAccount
+	target       string   // kubeconfig of the application's ServiceAccount
 	latencies    []latency
 	// base holds the flows of the first phase, compared by later ones.
 	base map[netip.Addr]map[lab.Flow]string
@@ -321,8 +322,8 @@ func (c *cluster) startTarget(i int) {
 	name := lab.TargetName(i)
 	c.createPod(name, map[string]string{"app": appLabel}, networkStatus(10+i, nil, lab.TargetAddrs(i)))
 	cg := sidecarCgroup(c.t, c.lab, name, c.sidecarLimit)
-	p, err := c.lab.StartInCgroup(name, "sllbrd-target-"+name, cg, "env", "POD_NAME="+name, "POD_NAMESPACE="+clusterNS,
-		c.sidecarBin, "target", "--kubeconfig", c.target, "--metrics-address", sidecarAddr, "--log-level", "debug")
+	p, err := c.lab.StartInCgroup(name, "sllbrd-target-"+name, cg, append([]string{"env", "POD_NAME=" + name, "POD_NAMESPACE=" + clusterNS,
+		c.sidecarBin, "target", "--kubeconfig", c.target, "--metrics-address", sidecarAddr, "--log-level", "debug"}, c.sidecarArgs...)...)
 	if err != nil {
 		_ = cg.Close()
 		c.t.Fatal(err)

@@ -30,6 +30,7 @@ import (
 type controllerProc struct {
 	cmd     *exec.Cmd
 	addr    string // admin endpoint
+	pprof   string // --pprof-address (the soak reads the live heap there)
 	logPath string
 	done    chan struct{}
 	err     error
@@ -64,8 +65,9 @@ func buildSllbrd(t testing.TB) string {
 const hostSLLBRImage = "registry.example.org/sllbrd:v0.0.0-host"
 
 // startControllerProc runs `sllbrd controller` with the kubeconfig, in
-// namespace ns, with short leader-election timings and --sllbr-image; it
-// is killed (by PID) when the test ends if still running.
+// namespace ns, with short leader-election timings and --sllbr-image, its
+// admin endpoint and pprof on free loopback ports; it is killed (by PID)
+// when the test ends if still running.
 func startControllerProc(t *testing.T, kubeconfig, ns string, extra ...string) *controllerProc {
 	t.Helper()
 	return startControllerProcEnv(t, nil, kubeconfig, ns, append([]string{"--sllbr-image", hostSLLBRImage}, extra...)...)
@@ -75,18 +77,14 @@ func startControllerProc(t *testing.T, kubeconfig, ns string, extra ...string) *
 // added to the environment, without --sllbr-image.
 func startControllerProcEnv(t *testing.T, env []string, kubeconfig, ns string, extra ...string) *controllerProc {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	p := &controllerProc{addr: addr, logPath: filepath.Join(t.TempDir(), "controller.log"), done: make(chan struct{})}
+	ports := freeLoopbackPorts(t, 2) // replicas share the host's namespace: ports of their own each
+	addr := ports[0]
+	p := &controllerProc{addr: addr, pprof: ports[1], logPath: filepath.Join(t.TempDir(), "controller.log"), done: make(chan struct{})}
 	log, err := os.Create(p.logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"controller", "--kubeconfig", kubeconfig, "--namespace", ns, "--metrics-address", addr,
+	args := append([]string{"controller", "--kubeconfig", kubeconfig, "--namespace", ns, "--metrics-address", addr, "--pprof-address", p.pprof,
 		"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=6s", "--leader-election-retry-period=250ms"}, extra...)
 	p.cmd = exec.Command(buildSllbrd(t), args...)
 	p.cmd.Env = append(os.Environ(), env...)
@@ -114,6 +112,22 @@ func startControllerProcEnv(t *testing.T, env []string, kubeconfig, ns string, e
 	return p
 }
 
+// freeLoopbackPorts returns n distinct addresses 127.0.0.1:PORT that were
+// free: all are held open until all are chosen, so that none is chosen twice.
+func freeLoopbackPorts(t *testing.T, n int) []string {
+	t.Helper()
+	var addrs []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		addrs = append(addrs, l.Addr().String())
+	}
+	return addrs
+}
+
 func tail(b []byte, n int) string {
 	if len(b) > n {
 		b = b[len(b)-n:]
@@ -123,8 +137,19 @@ func tail(b []byte, n int) string {
 
 // get fetches a path of the admin endpoint.
 func (p *controllerProc) get(path string) (int, string, error) {
-	c := http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get("http://" + p.addr + path)
+	return getHTTP("http://"+p.addr+path, 2*time.Second)
+}
+
+// getPprof fetches a path of the replica's pprof, as e2e.GetIn does an
+// SLLBR's (5 s: a heap profile may first collect the garbage).
+func (p *controllerProc) getPprof(path string) (int, string, error) {
+	return getHTTP("http://"+p.pprof+path, 5*time.Second)
+}
+
+// getHTTP fetches url within timeout.
+func getHTTP(url string, timeout time.Duration) (int, string, error) {
+	c := http.Client{Timeout: timeout}
+	resp, err := c.Get(url)
 	if err != nil {
 		return 0, "", err
 	}

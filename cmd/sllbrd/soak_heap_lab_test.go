@@ -6,23 +6,31 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/sllbrd/sllbrd/internal/harness/e2e"
 )
 
-// The SLLBRs' heaps: RSS follows the Go heap's goal, up to twice the live
-// heap, so a leak shows first, and for sure, in the live heap after a
-// collection. Each SLLBR serves pprof on soakPprof in its own namespace.
+// The processes' heaps: RSS follows the Go heap's goal, up to twice the
+// live heap, so a leak shows first, and for sure, in the live heap after a
+// collection. Every SLLBR and every target's sidecar serves pprof on
+// soakPprof in its own namespace, every controller replica on a port of
+// its own on the host (controllerProc.pprof).
 
-// soakPprof is every SLLBR's --pprof-address.
+// soakPprof is every SLLBR's and sidecar's --pprof-address (a sidecar's
+// beside its sidecarAddr).
 const soakPprof = "127.0.0.1:6060"
 
-// heapResources makes lb's sllbrd collect its garbage, records the heap
-// still allocated after it (HeapAlloc) as who/heap_live_bytes, and keeps
-// the heap profile for a failure's logs. It runs before the RSS is read,
-// so that both follow the same collection.
-func (s *soakLab) heapResources(r sample, who string, inst *e2e.Instance) {
-	_, body, err := inst.GetAt(soakPprof, "/debug/pprof/heap?gc=1&debug=1")
+// pprofGet fetches a path of one process's pprof.
+type pprofGet func(path string) (status int, body string, err error)
+
+// heapResources makes process pid, playing who, collect its garbage,
+// records the heap still allocated after it (HeapAlloc) as
+// who/heap_live_bytes, and keeps the heap profile for a failure's logs,
+// named after who and pid. It runs before the RSS is read, so that both
+// follow the same collection.
+func (s *soakLab) heapResources(r sample, who string, pid int, get pprofGet) {
+	status, body, err := get("/debug/pprof/heap?gc=1&debug=1")
+	if err == nil && status != 200 {
+		err = fmt.Errorf("status %d: %.200q", status, body)
+	}
 	if err != nil {
 		s.t.Fatalf("%s heap profile: %v", who, err)
 	}
@@ -31,8 +39,8 @@ func (s *soakLab) heapResources(r sample, who string, inst *e2e.Instance) {
 		s.t.Fatalf("%s heap profile: %v", who, err)
 	}
 	r.r[who+"/heap_live_bytes"] = live
-	if _, prof, err := inst.GetAt(soakPprof, "/debug/pprof/heap"); err == nil {
-		s.heaps = append(s.heaps, heapProfile{fmt.Sprintf("%s-%d-%d", who, inst.Proc.PID, len(s.heaps)), prof})
+	if status, prof, err := get("/debug/pprof/heap"); err == nil && status == 200 {
+		s.heaps = append(s.heaps, heapProfile{fmt.Sprintf("%s-%d-%d", who, pid, len(s.heaps)), prof})
 	}
 }
 
@@ -47,7 +55,8 @@ func heapAlloc(profile string) (float64, error) {
 	return 0, fmt.Errorf("no HeapAlloc in %d bytes", len(profile))
 }
 
-// heapProfile is one heap profile (pprof's protobuf) of an SLLBR.
+// heapProfile is one heap profile (pprof's protobuf) of a process, named
+// role-PID-index.
 type heapProfile struct {
 	name, data string
 }

@@ -15,8 +15,9 @@ import (
 // heap by default) as it allocates, and then holds; a leak goes on
 // growing. So memory has its own warm-up, the soak's first half: each
 // process that lives through the soak must end within soakTolerance of
-// its memory at half-time. The SLLBRs' live heap, the leak itself, is
-// held to its value after the first warm-up (checkResources).
+// its memory at half-time. The live heap of the SLLBRs, the sidecars and
+// the controller replicas, the leak itself, is held to its value after
+// the first warm-up (checkResources).
 
 // soakMemEvery is how often the memory is sampled during the soak.
 const soakMemEvery = 30 * time.Second

@@ -98,6 +98,9 @@ func newSoakLab(c *cluster) *soakLab {
 	// probePeriod): the controller takes a stopping SLLBR out of the
 	// targets' next hops before it exits, as deploy/'s 10 s drain allows.
 	c.lbArgs = []string{"--drain", "6s", "--pprof-address", soakPprof}
+	// Every sllbrd serves pprof, for the soak to read its live heap (the
+	// controller replicas each on a port of their own: controllerProc).
+	c.sidecarArgs = []string{"--pprof-address", soakPprof}
 	t.Cleanup(s.keepLogsOnFailure) // before the lab's cleanup removes them
 	objs, err := kubetest.DecodeObjects([]byte(soakUDPRoute))
 	if err != nil {

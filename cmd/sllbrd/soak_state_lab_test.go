@@ -38,13 +38,14 @@ type sample struct {
 }
 
 // resources reads every process's RSS, open files, goroutines and
-// Prometheus series, and each LB's and target's nftables objects, rules
+// Prometheus series, the live heap of every sllbrd (SLLBR, controller
+// replica, sidecar), and each LB's and target's nftables objects, rules
 // and routes. Keys name the role; pids says which process played it.
 func (s *soakLab) resources() sample {
 	r := sample{soak.Resources{}, map[string]int{}, map[string]bool{}}
 	for i, inst := range s.lbs {
 		who := lab.LBName(i)
-		s.heapResources(r, who, inst)
+		s.heapResources(r, who, inst.Proc.PID, func(path string) (int, string, error) { return inst.GetAt(soakPprof, path) })
 		s.procResources(r, who, inst.Proc.PID)
 		_, body, err := inst.Get("/metrics")
 		s.metricsResources(r, who, body, err)
@@ -52,6 +53,7 @@ func (s *soakLab) resources() sample {
 	}
 	for i, p := range s.ctls {
 		who := fmt.Sprintf("controller-%c", 'a'+i)
+		s.heapResources(r, who, p.cmd.Process.Pid, p.getPprof)
 		s.procResources(r, who, p.cmd.Process.Pid)
 		r.leads[who] = p.metric("sllbrd_controller_leader") == 1
 		_, body, err := p.get("/metrics")
@@ -59,6 +61,7 @@ func (s *soakLab) resources() sample {
 	}
 	for i, p := range s.sidecars {
 		who := lab.TargetName(i)
+		s.heapResources(r, who, p.PID, func(path string) (int, string, error) { return e2e.GetIn(s.lab, who, soakPprof, path) })
 		s.procResources(r, who, p.PID)
 		_, body, err := e2e.GetIn(s.lab, who, sidecarAddr, "/metrics")
 		s.metricsResources(r, who, body, err)
@@ -130,8 +133,10 @@ func livedThrough(base, now sample, who string) bool {
 
 // checkResources fails the test for every resource that moved more than
 // the tolerance since warm-up, and logs them all. A process a fault
-// restarted is not compared with the one it replaced (a fresh process is
-// not a leak's measure); its kernel state is.
+// restarted, or a controller replica whose role changed, is not compared
+// with what it was (a fresh process is not a leak's measure, nor is a
+// standby a leader's): neither its live heap, files, goroutines nor
+// series; its kernel state is.
 func (s *soakLab) checkResources(base, now sample) {
 	b, n := maps.Clone(base.r), maps.Clone(now.r)
 	var restarted []string
