@@ -51,6 +51,8 @@ command -v nft >/dev/null       || need+=(nftables)
 command -v iptables-nft >/dev/null || need+=(iptables)
 command -v bird >/dev/null      || need+=(bird2)
 command -v tcpdump >/dev/null   || need+=(tcpdump)
+command -v ping >/dev/null      || need+=(iputils-ping) # the ICMP liveness tests' reference
+command -v sysctl >/dev/null    || need+=(procps)
 command -v skopeo >/dev/null    || need+=(skopeo)
 command -v gcc >/dev/null       || need+=(gcc libc6-dev) # go test -race needs cgo
 # The Kubernetes node of `make node-up` and its tests: the container runtime
