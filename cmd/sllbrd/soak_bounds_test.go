@@ -28,3 +28,27 @@ func TestSoakHeapAlloc(t *testing.T) {
 		t.Error("heapAlloc without HeapAlloc: no error")
 	}
 }
+
+func TestSoakRuntimeFree(t *testing.T) {
+	body := "# HELP go_memstats_heap_idle_bytes x\n# TYPE go_memstats_heap_idle_bytes gauge\ngo_memstats_heap_idle_bytes 7.340032e+06\n" +
+		"go_memstats_heap_inuse_bytes 9e+06\ngo_memstats_heap_released_bytes 2.097152e+06\ngo_goroutines 12\n"
+	got, err := runtimeFree(body)
+	if err != nil || got != 5<<20 {
+		t.Errorf("runtimeFree = %v, %v; want %v", got, err, 5<<20)
+	}
+	for _, bad := range []string{
+		"go_memstats_heap_idle_bytes 7\n",
+		"go_memstats_heap_released_bytes 7\n",
+		"go_memstats_heap_idle_bytes x\ngo_memstats_heap_released_bytes 7\n",
+	} {
+		if _, err := runtimeFree(bad); err == nil {
+			t.Errorf("runtimeFree(%q): no error", bad)
+		}
+	}
+}
+
+func TestSoakMemoryInUse(t *testing.T) {
+	if got := (memPoint{anon: 18 << 20, free: 6 << 20}).inUse(); got != 12<<20 {
+		t.Errorf("inUse = %v, want %v", got, 12<<20)
+	}
+}
