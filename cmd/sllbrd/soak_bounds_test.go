@@ -47,8 +47,19 @@ func TestSoakRuntimeFree(t *testing.T) {
 	}
 }
 
-func TestSoakMemoryInUse(t *testing.T) {
-	if got := (memPoint{anon: 18 << 20, free: 6 << 20}).inUse(); got != 12<<20 {
-		t.Errorf("inUse = %v, want %v", got, 12<<20)
+func TestSoakMemoryAccounts(t *testing.T) {
+	p := memPoint{anon: 18 << 20, free: 2 << 20, runtime: map[string]float64{"heap_inuse": 13 << 20, "next_gc": 19 << 20}}
+	if got := p.outside(); got != 3<<20 {
+		t.Errorf("outside = %v, want %v", got, 3<<20)
+	}
+	if got := p.goal(); got != 19<<20 {
+		t.Errorf("goal = %v, want %v", got, 19<<20)
+	}
+}
+
+func TestSoakRuntimeAccounts(t *testing.T) {
+	got := runtimeAccounts("go_memstats_heap_inuse_bytes 1.2e+07\ngo_memstats_stack_inuse_bytes 65536\ngo_memstats_frees_total 9\ngo_goroutines 3\n")
+	if len(got) != 2 || got["heap_inuse"] != 1.2e7 || got["stack_inuse"] != 65536 {
+		t.Errorf("runtimeAccounts = %v", got)
 	}
 }
