@@ -42,7 +42,6 @@ type secretWatch struct {
 
 type watchedSecret struct {
 	informer *informer.Informer
-	synced   cache.InformerSynced
 	cancel   context.CancelFunc
 	lastErr  string // last list/watch error logged
 }
@@ -73,7 +72,7 @@ func (w *secretWatch) follow(ctx context.Context, routers []*v1alpha1.GatewayRou
 		if _, ok := w.watched[name]; !ok {
 			ws := w.start(ctx, name)
 			w.watched[name] = ws
-			fresh = append(fresh, ws.synced)
+			fresh = append(fresh, ws.informer.HasSynced)
 		}
 	}
 	if len(fresh) > 0 {
@@ -117,7 +116,6 @@ func (w *secretWatch) start(ctx context.Context, name string) *watchedSecret {
 			}
 		},
 	})
-	ws.synced = ws.informer.HasSynced
 	wctx, cancel := context.WithCancel(ctx)
 	ws.cancel = cancel
 	w.wg.Go(func() { ws.informer.RunWithContext(wctx) })

@@ -141,7 +141,7 @@ func (s *Source) Run(ctx context.Context, emit func(manifest.Update)) error {
 	defer secrets.stop()
 	wg.Go(func() { s.probe(ctx) })
 	wg.Go(func() { s.resume(ctx, w, changed) })
-	if !cache.WaitForCacheSync(ctx.Done(), w.hasSynced...) {
+	if !cache.WaitForCacheSync(ctx.Done(), w.hasSynced()...) {
 		return nil
 	}
 	s.log.Info("API server source synced", "namespace", s.namespace, "gateway", s.gateway)

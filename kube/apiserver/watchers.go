@@ -38,7 +38,6 @@ func newCRDClient(cfg *rest.Config) (rest.Interface, error) { return v1alpha1.Ne
 type watchers struct {
 	gateways, routes, services, slices, routers *informer.Informer
 	links                                       []*link
-	hasSynced                                   []cache.InformerSynced
 	// observed is when the first event not yet taken happened (unix ns; 0:
 	// none), for the apply latency.
 	observed atomic.Int64
@@ -75,7 +74,6 @@ func (s *Source) newWatchers(changed chan<- struct{}) *watchers {
 			OnError: onError,
 		})
 		w.links = append(w.links, l)
-		w.hasSynced = append(w.hasSynced, l.informer.HasSynced)
 		return l.informer
 	}
 	w.gateways = inform("Gateway", s.gateways.GatewayV1().RESTClient(), "gateways", byName, &gatewayv1.Gateway{})
@@ -84,6 +82,15 @@ func (s *Source) newWatchers(changed chan<- struct{}) *watchers {
 	w.slices = inform("EndpointSlice", s.kube.DiscoveryV1().RESTClient(), "endpointslices", ofServices, &discoveryv1.EndpointSlice{})
 	w.routers = inform("GatewayRouter", s.crds, resourceGatewayRouters, proxied, &v1alpha1.GatewayRouter{})
 	return w
+}
+
+// hasSynced are the informers' HasSynced, for cache.WaitForCacheSync.
+func (w *watchers) hasSynced() []cache.InformerSynced {
+	var out []cache.InformerSynced
+	for _, l := range w.links {
+		out = append(out, l.informer.HasSynced)
+	}
+	return out
 }
 
 // kinds names the watched kinds.

@@ -232,7 +232,7 @@ func (c *Controller) run(ctx context.Context) error {
 	defer wg.Wait()
 	defer stopInformers()
 	c.inf.start(infCtx, &wg)
-	if !cache.WaitForCacheSync(ctx.Done(), c.inf.hasSynced...) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.inf.hasSynced()...) {
 		return nil
 	}
 	if err := c.checkImage(); err != nil {

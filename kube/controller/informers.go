@@ -27,8 +27,7 @@ import (
 // informers are the controller's watches and the listers over their caches.
 // Everything is in the controller's namespace except GatewayClasses.
 type informers struct {
-	all       []*informer.Informer
-	hasSynced []cache.InformerSynced
+	all []*informer.Informer
 
 	classes     gatewaylisters.GatewayClassLister
 	gateways    gatewaylisters.GatewayNamespaceLister
@@ -61,7 +60,6 @@ func (c *Controller) newInformers() *informers {
 		i := informer.New(gate.Wrap(cache.NewFilteredListWatchFromClient(client, resource, namespace, modify)), obj,
 			informer.Options{Indexers: none, Handler: c.enqueuer(keys), OnError: onError})
 		inf.all = append(inf.all, i)
-		inf.hasSynced = append(inf.hasSynced, i.HasSynced)
 		return i
 	}
 	core, apps, gw := c.kube.CoreV1().RESTClient(), c.kube.AppsV1().RESTClient(), c.gateways.GatewayV1().RESTClient()
@@ -100,6 +98,15 @@ func concatKeys(fs ...func(old, obj any) []Key) func(old, obj any) []Key {
 		}
 		return keys
 	}
+}
+
+// hasSynced are the informers' HasSynced, for cache.WaitForCacheSync.
+func (inf *informers) hasSynced() []cache.InformerSynced {
+	var out []cache.InformerSynced
+	for _, i := range inf.all {
+		out = append(out, i.HasSynced)
+	}
+	return out
 }
 
 // start runs the informers until ctx ends.
