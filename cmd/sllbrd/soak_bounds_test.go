@@ -31,24 +31,24 @@ func TestSoakHeapAlloc(t *testing.T) {
 
 func TestSoakRuntimeFree(t *testing.T) {
 	body := "# HELP go_memstats_heap_idle_bytes x\n# TYPE go_memstats_heap_idle_bytes gauge\ngo_memstats_heap_idle_bytes 7.340032e+06\n" +
-		"go_memstats_heap_inuse_bytes 9e+06\ngo_memstats_heap_released_bytes 2.097152e+06\ngo_goroutines 12\n"
-	got, err := runtimeFree(body)
-	if err != nil || got != 5<<20 {
-		t.Errorf("runtimeFree = %v, %v; want %v", got, err, 5<<20)
+		"go_memstats_heap_inuse_bytes 9e+06\ngo_memstats_heap_released_bytes 2.097152e+06\ngo_memstats_next_gc_bytes 1.8e+07\ngo_goroutines 12\n"
+	acc, err := runtimeAccounts(body)
+	if got := (memPoint{runtime: acc}).free(); err != nil || got != 5<<20 {
+		t.Errorf("free = %v, %v; want %v", got, err, 5<<20)
 	}
 	for _, bad := range []string{
-		"go_memstats_heap_idle_bytes 7\n",
-		"go_memstats_heap_released_bytes 7\n",
-		"go_memstats_heap_idle_bytes x\ngo_memstats_heap_released_bytes 7\n",
+		"go_memstats_heap_idle_bytes 7\ngo_memstats_heap_inuse_bytes 9\ngo_memstats_next_gc_bytes 18\n",
+		"go_memstats_heap_released_bytes 7\ngo_memstats_heap_inuse_bytes 9\ngo_memstats_next_gc_bytes 18\n",
+		"go_memstats_heap_idle_bytes x\ngo_memstats_heap_released_bytes 7\ngo_memstats_heap_inuse_bytes 9\ngo_memstats_next_gc_bytes 18\n",
 	} {
-		if _, err := runtimeFree(bad); err == nil {
-			t.Errorf("runtimeFree(%q): no error", bad)
+		if _, err := runtimeAccounts(bad); err == nil {
+			t.Errorf("runtimeAccounts(%q): no error", bad)
 		}
 	}
 }
 
 func TestSoakMemoryAccounts(t *testing.T) {
-	p := memPoint{anon: 18 << 20, free: 2 << 20, runtime: map[string]float64{"heap_inuse": 13 << 20, "next_gc": 19 << 20}}
+	p := memPoint{anon: 18 << 20, runtime: map[string]float64{"heap_inuse": 13 << 20, "heap_idle": 3 << 20, "heap_released": 1 << 20, "next_gc": 19 << 20}}
 	if got := p.outside(); got != 3<<20 {
 		t.Errorf("outside = %v, want %v", got, 3<<20)
 	}
@@ -58,8 +58,9 @@ func TestSoakMemoryAccounts(t *testing.T) {
 }
 
 func TestSoakRuntimeAccounts(t *testing.T) {
-	got := runtimeAccounts("go_memstats_heap_inuse_bytes 1.2e+07\ngo_memstats_stack_inuse_bytes 65536\ngo_memstats_frees_total 9\ngo_goroutines 3\n")
-	if len(got) != 2 || got["heap_inuse"] != 1.2e7 || got["stack_inuse"] != 65536 {
-		t.Errorf("runtimeAccounts = %v", got)
+	got, err := runtimeAccounts("go_memstats_heap_inuse_bytes 1.2e+07\ngo_memstats_stack_inuse_bytes 65536\ngo_memstats_frees_total 9\ngo_goroutines 3\n" +
+		"go_memstats_heap_idle_bytes 0\ngo_memstats_heap_released_bytes 0\ngo_memstats_next_gc_bytes 0\n")
+	if err != nil || len(got) != 5 || got["heap_inuse"] != 1.2e7 || got["stack_inuse"] != 65536 {
+		t.Errorf("runtimeAccounts = %v, %v", got, err)
 	}
 }

@@ -39,16 +39,22 @@ const soakMemEvery = 30 * time.Second
 type memPoint struct {
 	at   time.Duration // since the soak's start
 	anon float64       // anonymous RSS, bytes
-	free float64       // of it, the heap the Go runtime holds free, bytes
 	// runtime is the Go runtime's own accounts at that time (runtimeParts).
 	runtime map[string]float64
 }
 
-// runtimeParts are the go_memstats series logged with each sample.
-var runtimeParts = []string{"heap_alloc", "heap_inuse", "stack_inuse", "mspan_inuse", "gc_sys", "other_sys", "next_gc"}
+// runtimeParts are the go_memstats series read (and logged) with each
+// sample, without the prefix and the _bytes suffix; memRequired are those
+// the rule needs.
+var (
+	runtimeParts = []string{"heap_alloc", "heap_inuse", "heap_idle", "heap_released", "stack_inuse", "mspan_inuse",
+		"gc_sys", "other_sys", "next_gc"}
+	memRequired = []string{"heap_inuse", "heap_idle", "heap_released", "next_gc"}
+)
 
-// runtimeAccounts returns the runtimeParts found in metrics (bytes).
-func runtimeAccounts(metrics string) map[string]float64 {
+// runtimeAccounts returns the runtimeParts in a Go process's /metrics
+// (bytes); an error if one does not parse or one of memRequired is missing.
+func runtimeAccounts(metrics string) (map[string]float64, error) {
 	out := map[string]float64{}
 	for line := range strings.SplitSeq(metrics, "\n") {
 		f := strings.Fields(line)
@@ -60,60 +66,39 @@ func runtimeAccounts(metrics string) map[string]float64 {
 			continue
 		}
 		part = strings.TrimSuffix(part, "_bytes")
-		if slices.Contains(runtimeParts, part) {
-			if v, err := strconv.ParseFloat(f[1], 64); err == nil {
-				out[part] = v
-			}
+		if !slices.Contains(runtimeParts, part) {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f[0], err)
+		}
+		out[part] = v
+	}
+	for _, part := range memRequired {
+		if _, ok := out[part]; !ok {
+			return nil, fmt.Errorf("no go_memstats_%s_bytes in %d bytes of metrics", part, len(metrics))
 		}
 	}
-	return out
+	return out, nil
 }
+
+// free is the heap the runtime holds free and has not returned to the
+// system: resident, and not in use.
+func (p memPoint) free() float64 { return p.runtime["heap_idle"] - p.runtime["heap_released"] }
 
 // goal is the heap's goal: where the runtime collects next.
 func (p memPoint) goal() float64 { return p.runtime["next_gc"] }
 
 // outside is the resident memory outside the heap: the anonymous RSS less
 // the heap in use and the heap held free.
-func (p memPoint) outside() float64 { return p.anon - p.runtime["heap_inuse"] - p.free }
+func (p memPoint) outside() float64 { return p.anon - p.runtime["heap_inuse"] - p.free() }
 
 // memSeries are the samples of each role's process, by PID.
 type memSeries map[string]map[int][]memPoint
 
-// runtimeFree returns the heap a Go process's runtime holds free and has
-// not returned to the system (go_memstats_heap_idle_bytes less
-// go_memstats_heap_released_bytes), from its /metrics.
-func runtimeFree(metrics string) (float64, error) {
-	var idle, released float64
-	var found int
-	for line := range strings.SplitSeq(metrics, "\n") {
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			continue
-		}
-		var dst *float64
-		switch f[0] {
-		case "go_memstats_heap_idle_bytes":
-			dst = &idle
-		case "go_memstats_heap_released_bytes":
-			dst = &released
-		default:
-			continue
-		}
-		v, err := strconv.ParseFloat(f[1], 64)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", f[0], err)
-		}
-		*dst = v
-		found++
-	}
-	if found != 2 {
-		return 0, fmt.Errorf("no go_memstats_heap_idle_bytes and go_memstats_heap_released_bytes in %d bytes of metrics", len(metrics))
-	}
-	return idle - released, nil
-}
-
-// sampleMemory reads every running process's anonymous RSS, and the free
-// heap its runtime holds just before. A process that ended meanwhile, or
+// sampleMemory reads every running process's anonymous RSS, and its Go
+// runtime's accounts just before. A process that ended meanwhile, or
 // whose metrics did not answer (it is stopping or starting), is skipped: a
 // fault restarted it.
 func (s *soakLab) sampleMemory() {
@@ -126,7 +111,7 @@ func (s *soakLab) sampleMemory() {
 		if err != nil {
 			return
 		}
-		free, err := runtimeFree(body)
+		accounts, err := runtimeAccounts(body)
 		if err != nil {
 			s.t.Errorf("%s: %v", who, err)
 			return
@@ -138,7 +123,7 @@ func (s *soakLab) sampleMemory() {
 		if s.mem[who] == nil {
 			s.mem[who] = map[int][]memPoint{}
 		}
-		s.mem[who][pid] = append(s.mem[who][pid], memPoint{at, float64(st.RSSAnon), free, runtimeAccounts(body)})
+		s.mem[who][pid] = append(s.mem[who][pid], memPoint{at, float64(st.RSSAnon), accounts})
 	}
 	ok := func(status int, body string, err error) (string, error) {
 		if err == nil && status != 200 {
