@@ -3,6 +3,7 @@ module github.com/sllbrd/sllbrd
 go 1.26.0
 
 require (
+	github.com/cilium/ebpf v0.22.0
 	github.com/florianl/go-nfqueue/v2 v2.1.0
 	github.com/google/nftables v0.3.1-0.20251119083706-1db35da82052
 	github.com/gopacket/gopacket v1.7.7
@@ -66,7 +67,7 @@ require (
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
-	github.com/sirupsen/logrus v1.9.3 // indirect
+	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/spf13/afero v1.9.5 // indirect
 	github.com/spf13/cast v1.5.1 // indirect
 	github.com/spf13/jwalterweatherman v1.1.0 // indirect
