@@ -55,6 +55,12 @@ command -v ping >/dev/null      || need+=(iputils-ping) # the ICMP liveness test
 command -v sysctl >/dev/null    || need+=(procps)
 command -v skopeo >/dev/null    || need+=(skopeo)
 command -v gcc >/dev/null       || need+=(gcc libc6-dev) # go test -race needs cgo
+# The eBPF datapath's object (make bpf, make bpf-check; docs/bpf.md): clang
+# compiles it, llvm-strip strips its DWARF (keeping BTF), libbpf-dev has
+# bpf_helpers.h.
+command -v clang >/dev/null      || need+=(clang)
+command -v llvm-strip >/dev/null || need+=(llvm)
+[ -f /usr/include/bpf/bpf_helpers.h ] || need+=(libbpf-dev)
 # The Kubernetes node of `make node-up` and its tests: the container runtime
 # and the CNI plugins (bridge, host-local, static, ... in /usr/lib/cni).
 command -v containerd >/dev/null || need+=(containerd)
