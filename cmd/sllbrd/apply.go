@@ -62,6 +62,7 @@ type applier struct {
 	returnPath returnPathLatch
 
 	announced []netip.Addr        // VIPs last announced
+	held      int                 // served VIPs last held back for want of a return path
 	dead      map[netip.Addr]bool // the dead set of the last apply the dataplane accepted
 	loggedGen uint64              // generation whose problems were logged
 	atRest    *time.Timer         // releases memory once applies stop (releaseAtRest)
@@ -98,7 +99,7 @@ func (a *applier) apply(ctx context.Context, want reconcile.Desired) error {
 			a.log.Warn("configuration problem", "generation", res.Generation, "problem", p)
 		}
 	}
-	annErr := a.announce(ctx, res.ServedVIPs, dpErr != nil, want.GatewayGone)
+	annErr := a.announce(ctx, res.ServedVIPs, gateways, dpErr != nil, want.GatewayGone)
 	errs := []error{
 		a.observe(componentDataplane, res.Generation, dpErr),
 		a.observe(componentRouters, res.Generation, rtErr),
@@ -157,17 +158,22 @@ func (a *applier) observe(component string, generation uint64, err error) error 
 	return fmt.Errorf("%s: %w", component, err)
 }
 
-// announce advertises the VIPs that are programmed and served. After a
-// failed dataplane apply it only keeps VIPs already announced: it never
-// starts attracting traffic for something the kernel may not carry. When
-// the Gateway is gone it announces nothing.
-func (a *applier) announce(ctx context.Context, served []netip.Addr, dpFailed, gatewayGone bool) error {
-	vips := served
+// announce advertises the VIPs that are programmed and served and whose
+// family has a gateway in the return path just programmed (withReturnPath).
+// After a failed dataplane apply it only keeps VIPs already announced: it
+// never starts attracting traffic for something the kernel may not carry.
+// When the Gateway is gone it announces nothing.
+func (a *applier) announce(ctx context.Context, served []netip.Addr, gateways []route.Nexthop, dpFailed, gatewayGone bool) error {
+	vips, held := withReturnPath(served, gateways)
 	switch {
 	case gatewayGone:
-		vips = nil
+		vips, held = nil, 0
 	case dpFailed:
-		vips = slices.DeleteFunc(slices.Clone(served), func(v netip.Addr) bool { return !slices.Contains(a.announced, v) })
+		vips, held = slices.DeleteFunc(slices.Clone(served), func(v netip.Addr) bool { return !slices.Contains(a.announced, v) }), 0
+	}
+	if held != a.held {
+		a.log.Info("VIPs held back from BGP until the return path has a gateway of their family", "held", held, "announced", len(vips))
+		a.held = held
 	}
 	if err := a.routing.Announce(ctx, vips); err != nil {
 		return err

@@ -102,6 +102,7 @@ func newApplyHarness(t *testing.T, routing *fakeRouting) *applyHarness {
 	h := &applyHarness{routing: routing, metrics: metrics.NewConfig()}
 	a := &applier{log: log, dataplane: fakeDataplane{}, routing: routing, metrics: h.metrics}
 	h.loop = reconcile.New(a.apply, reconcile.WithMinInterval(time.Millisecond), reconcile.WithBackoff(time.Millisecond, 20*time.Millisecond))
+	h.loop.SetGateways(harnessGateways) // the return path announcements wait for
 	h.source = &configSource{log: log, loop: h.loop, metrics: h.metrics, problems: map[string]int{}}
 	a.problems = h.source.setDataplaneProblems
 	ctx, cancel := context.WithCancel(context.Background())
@@ -110,6 +111,11 @@ func newApplyHarness(t *testing.T, routing *fakeRouting) *applyHarness {
 	t.Cleanup(func() { cancel(); <-done })
 	return h
 }
+
+// harnessGateways is the return path of newApplyHarness's applies: a
+// gateway of each family.
+var harnessGateways = []route.Nexthop{{Addr: netip.MustParseAddr("192.0.2.1"), Interface: "eth0"},
+	{Addr: netip.MustParseAddr("2001:db8::1"), Interface: "eth0"}}
 
 func stateWithVIP(gen uint64, vip string) *model.State {
 	return &model.State{Generation: gen,
@@ -300,5 +306,37 @@ func TestFirstApplyProgramsStaticGateways(t *testing.T) {
 	want := []route.Nexthop{{Addr: st.Routers[0].Address, Interface: st.Routers[0].Interface}}
 	if len(rec.passes) != 1 || !slices.Equal(rec.passes[0], want) {
 		t.Errorf("return path programmed by the first apply: %v, want %v", rec.passes, want)
+	}
+}
+
+// TestVIPsWaitForTheirFamilysReturnPath: a VIP is announced only once an
+// apply has programmed a gateway of its family as the return path (until
+// then the kernel drops the traffic the announcement would attract), each
+// family on its own, and withdrawn when its family has none left.
+func TestVIPsWaitForTheirFamilysReturnPath(t *testing.T) {
+	routing := &fakeRouting{}
+	a := &applier{log: slog.New(slog.NewTextHandler(io.Discard, nil)), dataplane: fakeDataplane{},
+		routing: routing, metrics: metrics.NewConfig(), problems: func(int) {}}
+	v4, v6 := netip.MustParseAddr("20.0.0.1"), netip.MustParseAddr("2001:db8:20::1")
+	st := &model.State{Generation: 1, Routes: []model.Route{{Name: "default/r",
+		Destinations: []netip.Prefix{netip.PrefixFrom(v4, 32), netip.PrefixFrom(v6, 128)}}}}
+	g4, g6 := harnessGateways[0], harnessGateways[1]
+	steps := []struct {
+		what     string
+		gateways []route.Nexthop
+		want     []netip.Addr
+	}{
+		{"BGP and BFD coming up: no gateway yet", nil, []netip.Addr{}},
+		{"the IPv4 gateway's default route programmed", []route.Nexthop{g4}, []netip.Addr{v4}},
+		{"both families", []route.Nexthop{g4, g6}, []netip.Addr{v4, v6}},
+		{"the IPv4 gateway lost", []route.Nexthop{g6}, []netip.Addr{v6}},
+	}
+	for _, s := range steps {
+		if err := a.apply(context.Background(), reconcile.Desired{State: st, Gateways: s.gateways}); err != nil {
+			t.Fatalf("%s: %v", s.what, err)
+		}
+		if _, last := routing.state(); !slices.Equal(last, s.want) {
+			t.Errorf("%s: announced %v, want %v", s.what, last, s.want)
+		}
 	}
 }

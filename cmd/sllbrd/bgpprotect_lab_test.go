@@ -44,26 +44,33 @@ func anyEstablished(t *testing.T, b *lab.BIRD, addrs []netip.Addr) bool {
 	return false
 }
 
-// tcpExt reads the TcpExt counter name of node's network namespace.
+// tcpExt reads the TcpExt counter name of /proc/net/netstat in node.
 func tcpExt(t *testing.T, l *lab.Lab, node, name string) uint64 {
 	t.Helper()
-	lines := strings.Split(exec1(t, l, node, "cat", "/proc/net/netstat"), "\n")
+	return netCounter(t, l, node, "/proc/net/netstat", "TcpExt:", name)
+}
+
+// netCounter reads counter name of section (e.g. "Ip:") in file, a
+// /proc/net table of header and value lines, in node.
+func netCounter(t *testing.T, l *lab.Lab, node, file, section, name string) uint64 {
+	t.Helper()
+	lines := strings.Split(exec1(t, l, node, "cat", file), "\n")
 	for i := 0; i+1 < len(lines); i += 2 {
 		keys, values := strings.Fields(lines[i]), strings.Fields(lines[i+1])
-		if len(keys) == 0 || keys[0] != "TcpExt:" || len(keys) != len(values) {
+		if len(keys) == 0 || keys[0] != section || len(keys) != len(values) {
 			continue
 		}
 		for j, k := range keys {
 			if k == name {
 				v, err := strconv.ParseUint(values[j], 10, 64)
 				if err != nil {
-					t.Fatalf("%s: %s = %q: %v", node, name, values[j], err)
+					t.Fatalf("%s: %s %s = %q: %v", node, section, name, values[j], err)
 				}
 				return v
 			}
 		}
 	}
-	t.Fatalf("%s: no TcpExt counter %s", node, name)
+	t.Fatalf("%s: no counter %s %s in %s", node, section, name, file)
 	return 0
 }
 

@@ -168,6 +168,7 @@ func TestApplierProgramsLiveEndpoints(t *testing.T) {
 		metrics: metrics.NewConfig(), problems: func(int) {},
 		moved: func(m tableMoves) { movesMu.Lock(); moves = append(moves, m); movesMu.Unlock() }}
 	loop := reconcile.New(a.apply, reconcile.WithMinInterval(time.Millisecond))
+	loop.SetGateways(harnessGateways)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = loop.Run(ctx); close(done) }()

@@ -57,3 +57,26 @@ func (l *returnPathLatch) ready() (bool, string) {
 	}
 	return false, "no gateway of every GatewayRouter family in the return path yet (BFD and BGP coming up): replies would be dropped"
 }
+
+// withReturnPath returns the VIPs of vips whose family has a gateway in
+// gateways, the return path an apply just programmed, and how many it left
+// out. A VIP is announced only then: the gateway adds an SLLBR to its ECMP
+// route as soon as the announcement arrives, and until the return table
+// holds a gateway of the VIP's family the kernel drops that traffic
+// (rp_filter's lookup from the VIP finds the blackhole) and the replies. A
+// BGP gateway's default route and this SLLBR's VIPs cross on the wire when
+// a session comes up, so announcing earlier loses the packets of the
+// milliseconds the apply takes.
+func withReturnPath(vips []netip.Addr, gateways []route.Nexthop) ([]netip.Addr, int) {
+	var have [2]bool
+	for _, g := range gateways {
+		have[family(g.Addr)] = true
+	}
+	kept := make([]netip.Addr, 0, len(vips))
+	for _, v := range vips {
+		if have[family(v)] {
+			kept = append(kept, v)
+		}
+	}
+	return kept, len(vips) - len(kept)
+}
