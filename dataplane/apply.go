@@ -3,6 +3,7 @@ package dataplane
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/sllbrd/sllbrd/dataplane/fastpath"
 	"github.com/sllbrd/sllbrd/dataplane/nft"
 	"github.com/sllbrd/sllbrd/dataplane/route"
+	"github.com/sllbrd/sllbrd/internal/tableroute"
 	"github.com/sllbrd/sllbrd/model"
 )
 
@@ -27,6 +29,8 @@ type RouteReconciler interface {
 	Add(endpoints []route.EndpointRoute, paths []route.ReturnPath) error
 	Prune(endpoints []route.EndpointRoute, paths []route.ReturnPath) error
 	Cleanup() error
+	// Gateways lists the hops of the gateway route in a table.
+	Gateways(table uint32) ([]tableroute.Hop, error)
 }
 
 // Programmer applies configurations to the engine and the kernel, in the
@@ -215,6 +219,28 @@ func (p *Programmer) Adopt() (int, error) {
 		return 0, fmt.Errorf("read the rules left by a previous run: %w", err)
 	}
 	return p.engine.AdoptMarks(fastpath.AdoptedMarks(chains)), nil
+}
+
+// AdoptReturnPath returns the gateways a previous run left in the return
+// table (after a crash, or --on-exit keep), each with the name of its
+// interface; hops on an interface that is gone are left out. The first
+// Apply replaces that route with the gateways it is given: a caller that
+// gives these until its own sessions are up keeps the replies flowing
+// through a restart.
+func (p *Programmer) AdoptReturnPath() ([]route.Nexthop, error) {
+	hops, err := p.routes.Gateways(p.returnTable)
+	if err != nil {
+		return nil, fmt.Errorf("read the return path left by a previous run: %w", err)
+	}
+	var out []route.Nexthop
+	for _, h := range hops {
+		ifc, err := net.InterfaceByIndex(int(h.IfIndex))
+		if err != nil {
+			continue
+		}
+		out = append(out, route.Nexthop{Addr: h.Gateway, Interface: ifc.Name})
+	}
+	return out, nil
 }
 
 // errNoCatchAll reports the queue rules left as they were.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sllbrd/sllbrd/dataplane/nft"
 	"github.com/sllbrd/sllbrd/dataplane/route"
+	"github.com/sllbrd/sllbrd/internal/tableroute"
 	"github.com/sllbrd/sllbrd/model"
 )
 
@@ -42,6 +43,8 @@ func (k fakeRoutes) Prune(eps []route.EndpointRoute, paths []route.ReturnPath) e
 }
 
 func (k fakeRoutes) Cleanup() error { k.calls = append(k.calls, "routes-cleanup"); return nil }
+
+func (k fakeRoutes) Gateways(uint32) ([]tableroute.Hop, error) { return nil, nil }
 
 func (k *fakeKernel) Program(c nft.Config) error {
 	k.calls = append(k.calls, fmt.Sprint("rules@", k.engine.Generation()))

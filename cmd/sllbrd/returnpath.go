@@ -2,7 +2,9 @@ package main
 
 import (
 	"net/netip"
+	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/sllbrd/sllbrd/dataplane/route"
 	"github.com/sllbrd/sllbrd/model"
@@ -79,4 +81,67 @@ func withReturnPath(vips []netip.Addr, gateways []route.Nexthop) ([]netip.Addr, 
 		}
 	}
 	return kept, len(vips) - len(kept)
+}
+
+// adoptHold is how long, at most, the return path of a previous run stands
+// in for a family whose gateways' sessions are not up yet.
+const adoptHold = 10 * time.Second
+
+// adoptedPath keeps the return path a previous run left (after a crash or a
+// restart with --on-exit keep) while the sessions of this run come up. The
+// targets may still send their replies through this SLLBR (kubelet and the
+// controller take seconds to take it out, none while no controller
+// leads): an apply with no gateway would replace that route with the
+// blackhole and drop them until BFD and BGP are up again, and with
+// rp_filter the traffic to the VIPs too. Each family's adopted gateways
+// stand in until this run has a gateway of that family (then they are
+// released for good: from there on the sessions decide) or adoptHold has
+// passed. It is used on the reconcile loop's goroutine only.
+type adoptedPath struct {
+	hops  [2][]route.Nexthop // per family
+	until time.Time
+}
+
+func newAdoptedPath(hops []route.Nexthop, now time.Time) *adoptedPath {
+	p := &adoptedPath{until: now.Add(adoptHold)}
+	for _, h := range hops {
+		p.hops[family(h.Addr)] = append(p.hops[family(h.Addr)], h)
+	}
+	return p
+}
+
+// merge returns live, the gateways of this run, with the adopted ones of
+// each family live has none of, until the hold ends.
+func (p *adoptedPath) merge(live []route.Nexthop, now time.Time) []route.Nexthop {
+	var have [2]bool
+	for _, g := range live {
+		have[family(g.Addr)] = true
+	}
+	out := slices.Clip(live) // appending never writes into the caller's array
+	for fam := range p.hops {
+		if have[fam] || !now.Before(p.until) {
+			p.hops[fam] = nil
+		}
+		out = append(out, p.hops[fam]...)
+	}
+	return out
+}
+
+// adoptReturnPath makes the applies keep the return path a previous run
+// left until this run's gateways are up (adoptedPath), and asks the loop
+// for a pass when the hold ends. Before the first apply.
+func (d *daemon) adoptReturnPath() {
+	hops, err := d.prog.AdoptReturnPath()
+	if err != nil {
+		d.log.Warn("adopting the return path of a previous run", "err", err)
+		return
+	}
+	if len(hops) == 0 {
+		return
+	}
+	now := time.Now()
+	adopted := newAdoptedPath(hops, now)
+	d.applier.gateways = func() []route.Nexthop { return adopted.merge(d.loop.Gateways(), time.Now()) }
+	d.loop.RunBy(adopted.until)
+	d.log.Info("kept the return path of a previous run until the gateways' sessions are up", "gateways", len(hops), "hold", adoptHold.String())
 }

@@ -141,6 +141,7 @@ func newDaemon(cfg *config, log *slog.Logger) (*daemon, error) {
 	} else if n > 0 {
 		log.Info("adopted the endpoint marks of a previous run's kernel path", "marks", n)
 	}
+	d.adoptReturnPath()
 	d.applier.dataplane = d.recordStatus(d.prog)
 	d.registry = metrics.NewRegistry()
 	stats, err := engineStats(d, d.registry)

@@ -177,3 +177,20 @@ func (rc *Reconciler) flushNeighbours(old, new Route) []error {
 	}
 	return errs
 }
+
+// Gateways returns the hops of the gateway route (GatewayMetric, not a
+// blackhole) the kernel holds in table, per family: what a previous run
+// left as the return path. It lists the kernel and changes nothing.
+func (rc *Reconciler) Gateways(table uint32) ([]tableroute.Hop, error) {
+	routes, err := rc.kernel.Routes()
+	if err != nil {
+		return nil, fmt.Errorf("list routes: %w", err)
+	}
+	var hops []tableroute.Hop
+	for _, r := range routes {
+		if r.Table == table && r.Metric == GatewayMetric && !r.Blackhole {
+			hops = append(hops, r.Hops...)
+		}
+	}
+	return hops, nil
+}
