@@ -1,19 +1,20 @@
 package bpfpath
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"net/netip"
 	"os"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/sllbrd/sllbrd/maglev"
 )
-
-// configSCTPPortsOnly is bpf/ingress.c's CONFIG_SCTP_PORTS_ONLY.
-const configSCTPPortsOnly = 1
 
 // tcActUnspec is TC_ACT_UNSPEC (-1) as BPF_PROG_TEST_RUN returns it.
 const tcActUnspec = ^uint32(0)
@@ -27,39 +28,65 @@ const (
 	ipv6HeaderLen    = 40
 )
 
-// Options configure Load.
+// Defaults of Options.
+const (
+	DefaultMaxVIPs     = 4096
+	DefaultMaxServices = 1024
+)
+
+// Options configure Load: the capacity of the maps.
 type Options struct {
-	// MaxTableSize is the largest Maglev table (M) Configure accepts: the
-	// size of the table map. Zero means maglev.MinSize.
-	MaxTableSize int
+	// MaxVIPs is how many VIPs the program decides (0: DefaultMaxVIPs);
+	// Configure leaves the others to userspace.
+	MaxVIPs int
+	// MaxServices is how many Services have tables (0:
+	// DefaultMaxServices); Configure punts the routes to the others.
+	MaxServices int
 }
 
 // Datapath is the loaded program and its maps. Close releases them.
+// Configure is safe to call from one goroutine at a time with Explain.
 type Datapath struct {
-	objs    ingressObjects
-	maxSize int
+	objs ingressObjects
+	// The inner maps' templates: a new route set or table is a new map
+	// made from them, swapped in by one update of the outer map.
+	routeSetSpec, tableSpec *ebpf.MapSpec
+	maxVIPs, maxServices    int
+
+	mu sync.Mutex // serialises Configure
+	// What Configure last wrote: Service -> index (an index is reused
+	// only after the Configure that removes its Service), the tables by
+	// key, the route sets by VIP.
+	services map[string]uint32
+	tables   map[uint32][]ingressTableEntry
+	vips     map[netip.Addr]*vipRoutes
 }
 
-// Load loads the program into the kernel (it attaches nothing). It needs
-// CAP_BPF and CAP_NET_ADMIN (root will do) and a kernel with BTF and
-// sched_cls programs; errors say which is missing.
+// Load loads the program into the kernel (it attaches nothing), with no
+// VIP: every packet it decodes is StatusPuntNotVIP until Configure. It
+// needs CAP_BPF and CAP_NET_ADMIN (root will do) and a kernel with BTF,
+// sched_cls programs and inner maps of their own size (5.10); errors say
+// which is missing.
 func Load(opts Options) (*Datapath, error) {
-	size := opts.MaxTableSize
-	if size == 0 {
-		size = maglev.MinSize
-	}
-	if size < 1 || size > maglev.MaxSize {
-		return nil, fmt.Errorf("bpfpath: table size %d: want 1..%d", size, maglev.MaxSize)
+	vips, services := cmp.Or(opts.MaxVIPs, DefaultMaxVIPs), cmp.Or(opts.MaxServices, DefaultMaxServices)
+	if vips < 1 || services < 1 || services > math.MaxInt32/2 {
+		return nil, fmt.Errorf("bpfpath: capacity of %d VIPs and %d Services: want at least 1 each, and at most %d Services", vips, services, math.MaxInt32/2)
 	}
 	spec, err := loadIngress()
 	if err != nil {
 		return nil, fmt.Errorf("bpfpath: the embedded object: %w", err)
 	}
-	spec.Maps[ingressMapMaglevTable].MaxEntries = uint32(size)
+	spec.Maps[ingressMapVipRoutes].MaxEntries = uint32(vips)
+	spec.Maps[ingressMapMaglevTables].MaxEntries = uint32(2 * services)
 	if err := spec.Variables[ingressVarFlowSeed].Set(maglev.FlowSeed); err != nil {
 		return nil, fmt.Errorf("bpfpath: setting the flow seed: %w", err)
 	}
-	d := &Datapath{maxSize: size}
+	d := &Datapath{
+		routeSetSpec: spec.Maps[ingressMapVipRoutes].InnerMap.Copy(),
+		tableSpec:    spec.Maps[ingressMapMaglevTables].InnerMap.Copy(),
+		maxVIPs:      vips, maxServices: services,
+		services: map[string]uint32{}, tables: map[uint32][]ingressTableEntry{}, vips: map[netip.Addr]*vipRoutes{},
+	}
 	if err := spec.LoadAndAssign(&d.objs, nil); err != nil {
 		return nil, loadError(err)
 	}
@@ -82,34 +109,6 @@ func loadError(err error) error {
 
 // Program is the tc ingress program, for attaching (link.AttachTCX).
 func (d *Datapath) Program() *ebpf.Program { return d.objs.SllbrdIngress }
-
-// Configure gives the program a Service's Maglev table t (nil or without
-// an active slot: no table, every packet StatusPuntNoTable) and whether it
-// hashes SCTP on ports only. See the package documentation on atomicity.
-func (d *Datapath) Configure(t *maglev.Table, sctpPortsOnly bool) error {
-	entries := t.AppendEntrySlots(nil)
-	if len(entries) > d.maxSize {
-		return fmt.Errorf("bpfpath: table size %d exceeds the table map's %d (Options.MaxTableSize)", len(entries), d.maxSize)
-	}
-	if len(entries) > 0 {
-		keys := make([]uint32, len(entries))
-		values := make([]uint32, len(entries))
-		for i, slot := range entries {
-			keys[i], values[i] = uint32(i), uint32(slot)
-		}
-		if _, err := d.objs.MaglevTable.BatchUpdate(keys, values, nil); err != nil {
-			return fmt.Errorf("bpfpath: writing the Maglev table: %w", err)
-		}
-	}
-	cfg := ingressConfig{TableSize: uint32(len(entries))}
-	if sctpPortsOnly {
-		cfg.Flags |= configSCTPPortsOnly
-	}
-	if err := d.objs.Config.Put(uint32(0), cfg); err != nil {
-		return fmt.Errorf("bpfpath: writing the configuration: %w", err)
-	}
-	return nil
-}
 
 // ErrFrameSize: BPF_PROG_TEST_RUN refuses the frame (EINVAL): shorter
 // than an Ethernet header, or than the minimal IPv4 (20 bytes) or IPv6 (40)

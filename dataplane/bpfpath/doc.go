@@ -1,27 +1,39 @@
-// Package bpfpath is sllbrd's eBPF datapath (issue 25, `--dataplane bpf`,
-// not wired into sllbrd yet): a tc (tcx) ingress program, written in C
-// (bpf/), compiled by clang through bpf2go into the committed objects
-// ingress_bpfel.o and ingress_bpfeb.o, and loaded with github.com/cilium/ebpf.
-// This first slice parses, builds the flow key, hashes it and looks up the
-// Maglev entry; it forwards nothing. docs/bpf.md says how it is built.
+// Package bpfpath is sllbrd's eBPF datapath (`--dataplane bpf`, not wired
+// into sllbrd yet): a tc (tcx) ingress program, written in C (bpf/),
+// compiled by clang through bpf2go into the committed objects
+// ingress_bpfel.o and ingress_bpfeb.o, and loaded with
+// github.com/cilium/ebpf. It makes the whole decision the other paths
+// make (the VIP's route, the endpoint its Service's Maglev table gives the
+// flow) and reports it; it forwards nothing yet. docs/bpf.md says how it is
+// built.
 //
 // # Contract
 //
 //   - The program makes the userspace path's decision bit for bit: for
-//     every packet it decides, the hash is flowkey.Hash of the packet as
-//     package dataplane/packet decodes its IP bytes (the key laid out as
-//     nftables registers, the kernel's jhash, seed maglev.FlowSeed), the
-//     entry is maglev.ReciprocalScale(hash, M) and the slot is
-//     maglev.Table.Lookup32(hash). SCTP is hashed on its ports only when the
-//     Service says so (Configure). A differential test checks this through
-//     BPF_PROG_TEST_RUN on the running kernel.
+//     every packet it decides, the route is the one classify.Table.Lookup
+//     picks (Result.Route, its index in precedence order), the hash is
+//     flowkey.Hash of the packet as package dataplane/packet decodes its IP
+//     bytes (the key laid out as nftables registers, the kernel's jhash,
+//     seed maglev.FlowSeed), the entry is maglev.ReciprocalScale(hash, M),
+//     the slot is maglev.Table.Lookup32(hash) of the route's Service's table
+//     of the packet's family, and the mark is that endpoint's fwmark, as
+//     the kernel path (package dataplane/fastpath) sets it. Differential
+//     tests in package dataplane (TestIntegrationBPFPathMatchesEngine) check
+//     this through BPF_PROG_TEST_RUN on the running kernel against the
+//     engine and a model of the kernel path.
+//   - Configure programs it from fastpath.Input, the input the kernel path
+//     compiles: per VIP its routes in precedence order (protocols, source
+//     CIDRs, source and destination port ranges), per Service and family
+//     its table of endpoint marks (M entries) and the SCTP-ports-only
+//     flag. A VIP's route set and a Service's table are each replaced whole
+//     by one map update (map-in-map): a packet sees the old or the new one.
 //   - It decides Ethernet frames carrying unfragmented IPv4 (any header
 //     length) or IPv6 without extension headers with TCP, UDP, SCTP, ICMP
 //     echo (in IPv4) or ICMPv6 echo (in IPv6), whose IP length fits the
-//     frame: exactly the packets the decoder calls KindTransport or
-//     KindICMPEcho, less those below. Everything else it punts, with a
-//     Status saying why, and never returns a wrong answer:
-//     non-IP Ethernet types and VLAN tags (StatusPuntNotIP); fragments
+//     frame, to a VIP: exactly the packets the decoder calls KindTransport
+//     or KindICMPEcho, less those below. Everything else it punts, with a
+//     Status saying why, and never returns a wrong answer: non-IP Ethernet
+//     types and VLAN tags (StatusPuntNotIP); fragments
 //     (StatusPuntFragment); IPv6 extension headers
 //     (StatusPuntIPv6Extension); ICMP errors (StatusPuntICMPError); other
 //     protocols and ICMP types (StatusPuntProtocol); malformed headers
@@ -29,18 +41,42 @@
 //     decode but the kernel's IP receive path drops: an IP version unlike
 //     the Ethernet type, and an IPv4 total length or IPv6 payload length
 //     beyond the frame (the decoder reads that as nfqueue's copy range
-//     cutting the packet; at tc ingress the frame is whole). A packet
-//     without a table (Configure with no active slot) is
-//     StatusPuntNoTable, with its hash.
+//     cutting the packet; at tc ingress the frame is whole).
+//   - Of the packets to a VIP, it punts those the kernel path hands to
+//     userspace: no route matches (StatusPuntNoRoute, userspace's
+//     no_route); the route's Service does not exist or has no ready
+//     endpoint of the packet's family (StatusPuntNoEndpoint, no_endpoint):
+//     userspace drops and counts both. An IPv6 packet from an IPv4-mapped
+//     source to a VIP with a route that restricts sources
+//     (StatusPuntMappedSource). A destination that is no VIP is
+//     StatusPuntNotVIP.
+//   - What it cannot express it punts at its place in the precedence
+//     order, as the kernel path punts a route it cannot express: a packet
+//     that passes a route's other matches is punted
+//     (StatusPuntUnexpressible) when the route has a byte match of the
+//     packet's protocol; byte matches are not evaluated yet (the kernel
+//     path evaluates those within its offset limit; userspace all).
+//   - Limits, beyond which it punts (StatusPuntLimit) and Configure's
+//     Report says so: MaxRoutesPerVIP routes per VIP (with more, the
+//     routes from the MaxRoutesPerVIP-th on are one place that punts their
+//     protocols' packets and echoes); MaxSourceCIDRs source CIDRs of the
+//     VIP's family and MaxPortRanges source, and destination, port ranges
+//     per route (a route with more punts the packets of its protocols, and
+//     destination ports when they fit, at its place); route indexes up to
+//     65534; Options.MaxServices Services (the routes to the others are
+//     punted at their place) and Options.MaxVIPs VIPs (the others are
+//     StatusPuntNotVIP). M may be anything the project builds (up to
+//     maglev.MaxSize): each table is a map of its own size.
 //   - Lengths: the IP length field cuts the packet (Ethernet padding is not
 //     payload), as the decoder and the kernel cut it. Checksums are not
 //     verified (as in the decoder; at tc ingress the kernel has not yet
 //     verified the IPv4 header checksum either).
 //   - The program returns TC_ACT_UNSPEC (tcx: the next program, or the
 //     stack) for every packet and writes its Result into the skb's control
-//     buffer cb[0..4] (qdisc scratch space): status, hash, entry, slot, key
-//     length. BPF_PROG_TEST_RUN returns it in the context it copies out;
-//     Explain reads it so. Status 0 never comes from a run to the end.
+//     buffer cb[0..4] (qdisc scratch space): status, key length and route,
+//     hash, entry, slot, mark. BPF_PROG_TEST_RUN returns it in the context
+//     it copies out; Explain reads it so. Status 0 never comes from a run
+//     to the end.
 //   - A frame whose headers are not in the skb's linear data is pulled
 //     (bpf_skb_pull_data, the first 82 bytes at most); a failed pull is
 //     StatusPuntNonlinear.
@@ -49,11 +85,8 @@
 //     *ebpf.VerifierError) and wrap the cause. It does not touch
 //     RLIMIT_MEMLOCK: kernels with tcx (6.6+) charge BPF memory to the
 //     memory cgroup.
-//   - Configure rewrites the Maglev table map and the configuration in
-//     place: a packet that runs meanwhile may see a mixture (a later slice
-//     swaps whole tables). It is for one Service; per-Service tables,
-//     VIP lookup, forwarding and attaching come in later slices.
 //   - The object's license is the repository's (Apache-2.0), so the kernel
-//     refuses it GPL-only helpers; forwarding with bpf_fib_lookup will
-//     need a GPL-compatible (dual) license on bpf/.
+//     refuses it GPL-only helpers; forwarding with bpf_fib_lookup would
+//     need a GPL-compatible (dual) license on bpf/, or the next hop from a
+//     map (docs/bpf.md).
 package bpfpath

@@ -54,8 +54,9 @@ func ether(etype uint16, ip []byte, pad []byte) []byte {
 	return append(f, pad...)
 }
 
-// ipv4 builds an IPv4 header with optLen (a multiple of 4, up to 40) bytes
-// of random options, carrying l4; fragOff is the flags and offset word.
+// ipv4 builds an IPv4 header to testVIP4 with optLen (a multiple of 4, up
+// to 40) bytes of random options, carrying l4; fragOff is the flags and
+// offset word.
 func (g frameGen) ipv4(proto uint8, optLen int, fragOff uint16, l4 []byte) []byte {
 	hlen := 20 + optLen
 	b := make([]byte, hlen, hlen+len(l4))
@@ -66,12 +67,14 @@ func (g frameGen) ipv4(proto uint8, optLen int, fragOff uint16, l4 []byte) []byt
 	binary.BigEndian.PutUint16(b[6:], fragOff)
 	b[8] = 64
 	b[9] = proto
-	copy(b[12:20], g.bytes(8))
+	copy(b[12:16], g.bytes(4))
+	copy(b[16:20], testVIP4.AsSlice())
 	copy(b[20:], g.bytes(optLen))
 	return append(b, l4...)
 }
 
-// ipv6 builds an IPv6 header with next header next, carrying rest.
+// ipv6 builds an IPv6 header to testVIP6 with next header next, carrying
+// rest.
 func (g frameGen) ipv6(next uint8, rest []byte) []byte {
 	b := make([]byte, 40, 40+len(rest))
 	b[0] = 0x60 | byte(g.rng.IntN(16))
@@ -79,7 +82,8 @@ func (g frameGen) ipv6(next uint8, rest []byte) []byte {
 	binary.BigEndian.PutUint16(b[4:], uint16(len(rest)))
 	b[6] = next
 	b[7] = 64
-	copy(b[8:40], g.bytes(32))
+	copy(b[8:24], g.bytes(16))
+	copy(b[24:40], testVIP6.AsSlice())
 	return append(b, rest...)
 }
 
@@ -142,7 +146,16 @@ func (g frameGen) decidable() genFrame {
 // punted returns a well-formed frame the program punts, with the reason.
 func (g frameGen) punted() genFrame {
 	opt := g.optLen()
-	switch g.rng.IntN(11) {
+	switch g.rng.IntN(12) {
+	case 11: // a decidable frame to another destination
+		f := g.decidable()
+		ip := f.frame[14:]
+		if ip[0]>>4 == 4 {
+			copy(ip[16:20], g.bytes(4))
+		} else {
+			copy(ip[24:40], g.bytes(16))
+		}
+		return genFrame{f.frame, StatusPuntNotVIP, "not a VIP"}
 	case 0: // IPv4 first fragment (more fragments) or later fragment
 		frag := uint16(0x2000)
 		if g.rng.IntN(2) == 0 {

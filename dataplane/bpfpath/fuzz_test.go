@@ -15,7 +15,7 @@ import (
 // doc.go lists. One program is loaded per fuzz process.
 func FuzzProgramAgreesWithDecoder(f *testing.F) {
 	require.Root(f)
-	d := load(f, 251)
+	d := load(f, Options{})
 	tables := map[bool]service{}
 	for _, portsOnly := range []bool{false, true} {
 		tables[portsOnly] = service{buildTable(f, 251, 10, 2), portsOnly}
@@ -28,7 +28,7 @@ func FuzzProgramAgreesWithDecoder(f *testing.F) {
 	f.Fuzz(func(t *testing.T, frame []byte, portsOnly bool) {
 		svc := tables[portsOnly]
 		if first || configured != portsOnly {
-			if err := d.Configure(svc.table, portsOnly); err != nil {
+			if _, err := d.Configure(oneService(svc)); err != nil {
 				t.Fatal(err)
 			}
 			configured, first = portsOnly, false
@@ -39,7 +39,7 @@ func FuzzProgramAgreesWithDecoder(f *testing.F) {
 		got, err := d.Explain(frame)
 		if errors.Is(err, ErrFrameSize) {
 			if len(frame) >= 14 {
-				if _, hashed := expect(frame, svc); hashed {
+				if _, exact := expect(frame, svc); exact {
 					t.Fatalf("frame %x: too short to run, yet the decoder decodes it", frame)
 				}
 			}

@@ -13,10 +13,39 @@ import (
 	"github.com/cilium/ebpf"
 )
 
-type ingressConfig struct {
-	_         structs.HostLayout
-	TableSize uint32
-	Flags     uint32
+type ingressCidr struct {
+	_    structs.HostLayout
+	Addr [4]uint32
+	Mask [4]uint32
+}
+
+type ingressPortRange struct {
+	_    structs.HostLayout
+	From uint16
+	To   uint16
+}
+
+type ingressRoute struct {
+	_          structs.HostLayout
+	Rank       uint32
+	Table      uint32
+	Protos     uint8
+	ByteProtos uint8
+	Flags      uint8
+	SrcCount   uint8
+	SportCount uint8
+	DportCount uint8
+	Pad        uint16
+	Src        [8]ingressCidr
+	Sport      [8]ingressPortRange
+	Dport      [8]ingressPortRange
+}
+
+type ingressRouteSet struct {
+	_          structs.HostLayout
+	RouteCount uint32
+	Flags      uint32
+	Routes     [16]ingressRoute
 }
 
 type ingressStatus uint32
@@ -29,16 +58,33 @@ const (
 	ingressStatusSTATUS_PUNT_IPV6EXTENSION ingressStatus = 5
 	ingressStatusSTATUS_PUNT_PROTOCOL      ingressStatus = 6
 	ingressStatusSTATUS_PUNT_ICMP_ERROR    ingressStatus = 7
-	ingressStatusSTATUS_PUNT_NO_TABLE      ingressStatus = 8
+	ingressStatusSTATUS_PUNT_NO_ENDPOINT   ingressStatus = 8
 	ingressStatusSTATUS_PUNT_NONLINEAR     ingressStatus = 9
+	ingressStatusSTATUS_PUNT_NOT_VIP       ingressStatus = 10
+	ingressStatusSTATUS_PUNT_NO_ROUTE      ingressStatus = 11
+	ingressStatusSTATUS_PUNT_MAPPED_SOURCE ingressStatus = 12
+	ingressStatusSTATUS_PUNT_UNEXPRESSIBLE ingressStatus = 13
+	ingressStatusSTATUS_PUNT_LIMIT         ingressStatus = 14
 )
+
+type ingressTableEntry struct {
+	_    structs.HostLayout
+	Mark uint32
+	Slot uint32
+}
+
+type ingressVipKey struct {
+	_      structs.HostLayout
+	Addr   [4]uint32
+	Family uint32
+}
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	ingressMapConfig         = "config"
-	ingressMapMaglevTable    = "maglev_table"
+	ingressMapMaglevTables   = "maglev_tables"
+	ingressMapVipRoutes      = "vip_routes"
 	ingressProgSllbrdIngress = "sllbrd_ingress"
 	ingressVarFlowSeed       = "flow_seed"
 )
@@ -92,8 +138,8 @@ type ingressProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ingressMapSpecs struct {
-	Config      *ebpf.MapSpec `ebpf:"config"`
-	MaglevTable *ebpf.MapSpec `ebpf:"maglev_table"`
+	MaglevTables *ebpf.MapSpec `ebpf:"maglev_tables"`
+	VipRoutes    *ebpf.MapSpec `ebpf:"vip_routes"`
 }
 
 // ingressVariableSpecs contains global variables before they are loaded into the kernel.
@@ -123,14 +169,14 @@ func (o *ingressObjects) Close() error {
 //
 // It can be passed to loadIngressObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ingressMaps struct {
-	Config      *ebpf.Map `ebpf:"config"`
-	MaglevTable *ebpf.Map `ebpf:"maglev_table"`
+	MaglevTables *ebpf.Map `ebpf:"maglev_tables"`
+	VipRoutes    *ebpf.Map `ebpf:"vip_routes"`
 }
 
 func (m *ingressMaps) Close() error {
 	return _IngressClose(
-		m.Config,
-		m.MaglevTable,
+		m.MaglevTables,
+		m.VipRoutes,
 	)
 }
 

@@ -2,14 +2,17 @@ package bpfpath
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 )
 
 // TestEmbeddedObject checks, without a kernel, that the committed object
-// holds what Load relies on: one tc program, the two maps, and the flow
-// seed as a constant the loader sets (a zero seed would be nftables'
-// "random", and no userspace path's hash).
+// holds what Load and Configure rely on: one tc program, the two outer maps
+// with their inner maps' templates (a one-element route set; tables of
+// their own size), and the flow seed as a constant the loader sets (a zero
+// seed would be nftables' "random", and no userspace path's hash).
 func TestEmbeddedObject(t *testing.T) {
 	spec, err := loadIngress()
 	if err != nil {
@@ -22,11 +25,15 @@ func TestEmbeddedObject(t *testing.T) {
 	if prog.License != "Apache-2.0" {
 		t.Errorf("license %q, want the repository's Apache-2.0 (doc.go)", prog.License)
 	}
-	for name, want := range map[string]uint32{ingressMapConfig: 1, ingressMapMaglevTable: 16381} {
-		m := spec.Maps[name]
-		if m == nil || m.Type != ebpf.Array || m.MaxEntries != want {
-			t.Errorf("map %s: %+v, want an array of %d", name, m, want)
-		}
+	routes, tables := spec.Maps[ingressMapVipRoutes], spec.Maps[ingressMapMaglevTables]
+	if routes == nil || routes.Type != ebpf.HashOfMaps || routes.Flags != unix.BPF_F_NO_PREALLOC || routes.InnerMap == nil ||
+		routes.InnerMap.Type != ebpf.Array || routes.InnerMap.MaxEntries != 1 ||
+		routes.InnerMap.ValueSize != uint32(unsafe.Sizeof(ingressRouteSet{})) {
+		t.Errorf("map %s: %+v (inner %+v), want a hash of maps, not preallocated, of one-element route set arrays", ingressMapVipRoutes, routes, routes.InnerMap)
+	}
+	if tables == nil || tables.Type != ebpf.ArrayOfMaps || tables.InnerMap == nil || tables.InnerMap.Type != ebpf.Array ||
+		tables.InnerMap.Flags != unix.BPF_F_INNER_MAP || tables.InnerMap.ValueSize != uint32(unsafe.Sizeof(ingressTableEntry{})) {
+		t.Errorf("map %s: %+v (inner %+v), want an array of maps of arrays of table entries, each of its own size", ingressMapMaglevTables, tables, tables.InnerMap)
 	}
 	seed := spec.Variables[ingressVarFlowSeed]
 	if seed == nil || !seed.Constant() || seed.Size() != 4 {
@@ -41,7 +48,7 @@ func TestEmbeddedObject(t *testing.T) {
 // TestStatusNames: every status has its own name.
 func TestStatusNames(t *testing.T) {
 	seen := map[string]bool{}
-	for s := StatusDecided; s <= StatusPuntNonlinear; s++ {
+	for s := StatusDecided; s <= StatusPuntLimit; s++ {
 		n := s.String()
 		if _, ok := statusNames[s]; !ok || seen[n] {
 			t.Errorf("status %d: name %q missing or repeated", s, n)

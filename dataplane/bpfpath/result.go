@@ -15,10 +15,18 @@ const (
 	StatusPuntIPv6Extension = Status(ingressStatusSTATUS_PUNT_IPV6EXTENSION)
 	StatusPuntProtocol      = Status(ingressStatusSTATUS_PUNT_PROTOCOL)
 	StatusPuntICMPError     = Status(ingressStatusSTATUS_PUNT_ICMP_ERROR)
-	StatusPuntNoTable       = Status(ingressStatusSTATUS_PUNT_NO_TABLE)
+	StatusPuntNoEndpoint    = Status(ingressStatusSTATUS_PUNT_NO_ENDPOINT)
 	StatusPuntNonlinear     = Status(ingressStatusSTATUS_PUNT_NONLINEAR)
+	StatusPuntNotVIP        = Status(ingressStatusSTATUS_PUNT_NOT_VIP)
+	StatusPuntNoRoute       = Status(ingressStatusSTATUS_PUNT_NO_ROUTE)
+	StatusPuntMappedSource  = Status(ingressStatusSTATUS_PUNT_MAPPED_SOURCE)
+	StatusPuntUnexpressible = Status(ingressStatusSTATUS_PUNT_UNEXPRESSIBLE)
+	StatusPuntLimit         = Status(ingressStatusSTATUS_PUNT_LIMIT)
 )
 
+// statusNames name the statuses. StatusPuntNoRoute and
+// StatusPuntNoEndpoint are the userspace path's no_route and no_endpoint
+// (dataplane.Reason): punted, userspace drops and counts them.
 var statusNames = map[Status]string{
 	StatusDecided:           "decided",
 	StatusPuntNotIP:         "punt-not-ip",
@@ -27,8 +35,13 @@ var statusNames = map[Status]string{
 	StatusPuntIPv6Extension: "punt-ipv6-extension",
 	StatusPuntProtocol:      "punt-protocol",
 	StatusPuntICMPError:     "punt-icmp-error",
-	StatusPuntNoTable:       "punt-no-table",
+	StatusPuntNoEndpoint:    "punt-no-endpoint",
 	StatusPuntNonlinear:     "punt-nonlinear",
+	StatusPuntNotVIP:        "punt-not-vip",
+	StatusPuntNoRoute:       "punt-no-route",
+	StatusPuntMappedSource:  "punt-mapped-source",
+	StatusPuntUnexpressible: "punt-unexpressible",
+	StatusPuntLimit:         "punt-limit",
 }
 
 // String returns a short lower-case name, usable as a metric label.
@@ -39,17 +52,25 @@ func (s Status) String() string {
 	return fmt.Sprintf("status-%d", uint32(s))
 }
 
+// NoRoute is Result.Route when the result names no route.
+const NoRoute = -1
+
 // Result is what the program reports for one packet (bpf/result.h).
 type Result struct {
 	Status Status
-	// Hash is the flow hash (flowkey.Hash); set when Status is
-	// StatusDecided or StatusPuntNoTable.
-	Hash uint32
-	// Entry is maglev.ReciprocalScale(Hash, M) and Slot the slot that owns
-	// it (maglev.Table.Lookup32); set when Status is StatusDecided.
-	Entry, Slot uint32
-	// KeyLen is the length of the flow key hashed, in bytes (flowkey.Len).
-	KeyLen uint32
+	// Route is the route's index in precedence order (fastpath.Input's
+	// Routes, classify's indexes): the route matched (StatusDecided,
+	// StatusPuntNoEndpoint) or the one the program stopped at
+	// (StatusPuntUnexpressible, StatusPuntLimit); NoRoute otherwise.
+	Route int
+	// Hash is the flow hash (flowkey.Hash) and KeyLen the bytes of flow
+	// key hashed; set when Status is StatusDecided, or
+	// StatusPuntNoEndpoint when the route's Service exists.
+	Hash, KeyLen uint32
+	// Entry is maglev.ReciprocalScale(Hash, M), Slot the slot that owns it
+	// (maglev.Table.Lookup32) and Mark that endpoint's fwmark; set when
+	// Status is StatusDecided.
+	Entry, Slot, Mark uint32
 }
 
 // skbContext is struct __sk_buff as BPF_PROG_TEST_RUN takes and returns it
@@ -63,6 +84,16 @@ type skbContext struct {
 	_  [47]uint32 // hash .. the end, and spare
 }
 
+// result decodes result.h's layout: cb[0] holds the status (bits 0-7),
+// the key length (8-15) and the route (16-31, routeNone for none).
 func (c *skbContext) result() Result {
-	return Result{Status: Status(c.CB[0]), Hash: c.CB[1], Entry: c.CB[2], Slot: c.CB[3], KeyLen: c.CB[4]}
+	r := Result{Status: Status(c.CB[0] & 0xff), KeyLen: c.CB[0] >> 8 & 0xff, Route: int(c.CB[0] >> 16),
+		Hash: c.CB[1], Entry: c.CB[2], Slot: c.CB[3], Mark: c.CB[4]}
+	if r.Route == routeNone {
+		r.Route = NoRoute
+	}
+	return r
 }
+
+// routeNone is bpf/result.h's ROUTE_NONE.
+const routeNone = 0xffff

@@ -1,70 +1,44 @@
 /*
  * ingress.c: sllbrd's eBPF datapath, a tc (tcx) ingress program. For now it
- * decides and reports (result.h); it forwards nothing and always returns
- * TC_ACT_UNSPEC (tcx: the next program, or the stack). Package bpfpath
- * documents the contract.
+ * decides and reports (result.h): the VIP's route (routes.h), then the
+ * endpoint its Service's Maglev table gives the flow (tables.h). It
+ * forwards nothing and always returns TC_ACT_UNSPEC (tcx: the next program,
+ * or the stack). Package bpfpath documents the contract.
  */
 #include "kernel.h"
 #include "result.h"
 #include "parse.h"
 #include "flowhash.h"
+#include "routes.h"
+#include "tables.h"
 
-/* Flags of struct config. */
-#define CONFIG_SCTP_PORTS_ONLY 1 /* hash SCTP on its ports and protocol only */
-
-/* The one Service this program balances for now. */
-struct config {
-	__u32 table_size; /* M: entries of the Maglev table; 0: no table */
-	__u32 flags;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct config);
-} config SEC(".maps");
-
-/* The Maglev table: entry -> slot (maglev.Table.AppendEntrySlots). The
- * loader sets max_entries to the table size it is asked for. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 16381);
-	__type(key, __u32);
-	__type(value, __u32);
-} maglev_table SEC(".maps");
-
+/* decide finds f's VIP, its route and the endpoint, filling r. */
 static __always_inline void decide(const struct flow *f, struct result *r)
 {
-	__u32 zero = 0;
-	struct config *cfg = bpf_map_lookup_elem(&config, &zero);
+	struct vip_key k = {.family = f->family};
+	__u32 zero = 0, table = TABLE_NONE;
 
-	if (!cfg) {
-		r->status = STATUS_PUNT_NO_TABLE;
+	__builtin_memcpy(k.addr, f->dst, sizeof(k.addr));
+	void *routes = bpf_map_lookup_elem(&vip_routes, &k);
+	if (!routes) {
+		r->status = STATUS_PUNT_NOT_VIP;
 		return;
 	}
-	int ports_only = f->proto == IPPROTO_SCTP && (cfg->flags & CONFIG_SCTP_PORTS_ONLY);
-	r->hash = flow_hash(f, ports_only, &r->key_len);
-	__u32 m = cfg->table_size;
-	if (m == 0) {
-		r->status = STATUS_PUNT_NO_TABLE;
+	const struct route_set *rs = bpf_map_lookup_elem(routes, &zero);
+	if (!rs) {
+		r->status = STATUS_PUNT_NOT_VIP;
 		return;
 	}
-	__u32 entry = reciprocal_scale(r->hash, m);
-	__u32 *slot = bpf_map_lookup_elem(&maglev_table, &entry);
-	if (!slot) {
-		r->status = STATUS_PUNT_NO_TABLE;
-		return;
-	}
-	r->entry = entry;
-	r->slot = *slot;
+	r->status = match_route(rs, f, r, &table);
+	if (r->status == STATUS_DECIDED)
+		r->status = balance(f, table, r);
 }
 
 SEC("tc")
 int sllbrd_ingress(struct __sk_buff *skb)
 {
 	struct flow f = {};
-	struct result r = {};
+	struct result r = {.route = ROUTE_NONE};
 
 	r.status = pull(skb);
 	if (r.status == STATUS_DECIDED)

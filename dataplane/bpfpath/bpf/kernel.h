@@ -22,8 +22,13 @@ typedef __u16 __be16;
 typedef __u32 __be32;
 typedef __u32 __wsum;
 
-/* enum bpf_map_type (include/uapi/linux/bpf.h). */
+/* enum bpf_map_type and map flags (include/uapi/linux/bpf.h). */
+#define BPF_MAP_TYPE_HASH 1
 #define BPF_MAP_TYPE_ARRAY 2
+#define BPF_MAP_TYPE_ARRAY_OF_MAPS 12
+#define BPF_MAP_TYPE_HASH_OF_MAPS 13
+#define BPF_F_NO_PREALLOC (1U << 0)
+#define BPF_F_INNER_MAP (1U << 12) /* inner arrays may differ in max_entries */
 
 /* TC verdicts (include/uapi/linux/pkt_cls.h); TC_ACT_UNSPEC is tcx's
  * TCX_NEXT: the next program, or the stack. */

@@ -12,11 +12,14 @@
 /*
  * enum status says what the program decided. bpf2go turns it into Go
  * constants (-type status), so Go and C share these values. 0 is never
- * written: a result of 0 means the program did not run to its end.
+ * written: a result of 0 means the program did not run to its end. Every
+ * status but STATUS_DECIDED is a punt: the packet goes on to the stack (and
+ * the nfqueue rules), where userspace decides it as it does without this
+ * program.
  */
 enum status {
-	/* The packet's flow key was built and hashed and its Maglev entry
-	 * looked up: hash, entry, slot and key_len are set. */
+	/* A route matched and its Service's table chose an endpoint: route,
+	 * hash, entry, slot, mark and key_len are set. */
 	STATUS_DECIDED = 1,
 	/* Punt: the Ethernet type is neither IPv4 nor IPv6 (VLAN tags
 	 * included: they are not parsed yet). */
@@ -40,20 +43,44 @@ enum status {
 	/* Punt: an ICMP or ICMPv6 error (hashed on the flow it quotes by the
 	 * userspace path; not parsed here yet). */
 	STATUS_PUNT_ICMP_ERROR = 7,
-	/* Punt: no Maglev table (size 0) or the entry lies beyond the table
-	 * map. hash and key_len are set. */
-	STATUS_PUNT_NO_TABLE = 8,
+	/* Punt, userspace's no_endpoint: the matched route's Service does not
+	 * exist or has no ready endpoint of the packet's family (no table).
+	 * route is set; hash and key_len too when the table exists but has
+	 * no entry. */
+	STATUS_PUNT_NO_ENDPOINT = 8,
 	/* Punt: the headers could not be pulled into the skb's linear data. */
 	STATUS_PUNT_NONLINEAR = 9,
+	/* Punt: the destination is no VIP of the configuration (not the
+	 * balancer's packet, or a VIP beyond the limits). */
+	STATUS_PUNT_NOT_VIP = 10,
+	/* Punt, userspace's no_route: no route of the VIP matches. */
+	STATUS_PUNT_NO_ROUTE = 11,
+	/* Punt: an IPv6 packet from an IPv4-mapped source (::ffff:0:0/96) to a
+	 * VIP with a route that restricts sources (userspace compares such a
+	 * source with the IPv4 source CIDRs), as the kernel path punts it. */
+	STATUS_PUNT_MAPPED_SOURCE = 12,
+	/* Punt: the packet passes every match of the route at index route
+	 * but its byte matches, which the program does not evaluate yet. */
+	STATUS_PUNT_UNEXPRESSIBLE = 13,
+	/* Punt: the packet reached a route (route) or a place in the VIP's
+	 * precedence order beyond the program's limits (routes.h). */
+	STATUS_PUNT_LIMIT = 14,
 };
 
-/* The layout of the result in cb[]. */
+/* ROUTE_NONE is the route of a result that names none. */
+#define ROUTE_NONE 0xffff
+
+/*
+ * The layout of the result in cb[]: cb[0] holds the status (bits 0-7), the
+ * bytes of flow key hashed (bits 8-15) and the route's index in precedence
+ * order (bits 16-31, ROUTE_NONE for none).
+ */
 enum result_word {
 	RESULT_STATUS = 0,
-	RESULT_HASH = 1,    /* the flow hash (flowkey.Hash) */
-	RESULT_ENTRY = 2,   /* reciprocal_scale(hash, M) */
-	RESULT_SLOT = 3,    /* the slot that owns the entry (Table.Lookup32) */
-	RESULT_KEY_LEN = 4, /* bytes of flow key hashed */
+	RESULT_HASH = 1,  /* the flow hash (flowkey.Hash) */
+	RESULT_ENTRY = 2, /* reciprocal_scale(hash, M) */
+	RESULT_SLOT = 3,  /* the slot that owns the entry (Table.Lookup32) */
+	RESULT_MARK = 4,  /* the slot's endpoint fwmark */
 };
 
 struct result {
@@ -61,16 +88,18 @@ struct result {
 	__u32 hash;
 	__u32 entry;
 	__u32 slot;
+	__u32 mark;
 	__u32 key_len;
+	__u32 route;
 };
 
 static __always_inline void write_result(struct __sk_buff *skb, const struct result *r)
 {
-	skb->cb[RESULT_STATUS] = r->status;
+	skb->cb[RESULT_STATUS] = (r->status & 0xff) | (r->key_len & 0xff) << 8 | r->route << 16;
 	skb->cb[RESULT_HASH] = r->hash;
 	skb->cb[RESULT_ENTRY] = r->entry;
 	skb->cb[RESULT_SLOT] = r->slot;
-	skb->cb[RESULT_KEY_LEN] = r->key_len;
+	skb->cb[RESULT_MARK] = r->mark;
 }
 
 #endif
