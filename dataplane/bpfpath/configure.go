@@ -1,7 +1,6 @@
 package bpfpath
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -29,14 +28,18 @@ type Report struct {
 // Configure programs the maps with in, the input the kernel path compiles
 // (dataplane's Plan gives both the same): every VIP's routes in
 // precedence order, every Service's tables. It writes only what changed,
-// each route set and each table whole: a packet sees a VIP's old or new
-// route set and a Service's old or new table, never a mixture, though it
-// may see one VIP or table updated and another not yet. Tables are
-// written first and removed last, so a route set never names a table that
-// another Service's has replaced. It fails, with nothing written, on an
-// input the kernel path could not compile either (a Service named twice,
-// a table entry whose slot has no mark); a kernel error part-way leaves
-// what was written so far, and the next Configure completes it.
+// each route set and each table whole, as a new inner map: a packet sees a
+// VIP's old or new route set and a Service's old or new table, never a
+// mixture, though it may see one VIP or table updated and another not yet.
+// Tables are swapped in first and removed last, so a route set never names
+// a table that another Service's has replaced. Swaps and removals are one
+// batch per outer map: at most four updates, after each of which the
+// kernel waits for the readers of the old inner maps (an RCU grace
+// period), so when Configure returns no packet is decided with what it
+// replaced. It fails, with nothing written, on an input the kernel path
+// could not compile either (a Service named twice, a table entry whose
+// slot has no mark); a kernel error part-way leaves what was written so
+// far, and the next Configure completes it.
 func (d *Datapath) Configure(in fastpath.Input) (Report, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -79,42 +82,59 @@ func (d *Datapath) Configure(in fastpath.Input) (Report, error) {
 	// Nothing is written before here. New Services' indexes are recorded
 	// first, so that a failure below cannot give them to others.
 	maps.Copy(d.services, index)
+	var tableKeys []uint32
 	for _, key := range slices.Sorted(maps.Keys(tables)) {
-		if slices.Equal(d.tables[key], tables[key]) {
-			continue
+		if !slices.Equal(d.tables[key], tables[key]) {
+			tableKeys = append(tableKeys, key)
 		}
-		if err := d.writeTable(key, tables[key]); err != nil {
-			return rep, err
-		}
+	}
+	n, err := swapIn(d.objs.MaglevTables, tableKeys, func(i int) (*ebpf.Map, error) { return d.newTable(tableKeys[i], tables[tableKeys[i]]) })
+	for _, key := range tableKeys[:n] {
 		d.tables[key] = tables[key]
-		rep.TablesWritten++
 	}
+	rep.TablesWritten = n
+	if err != nil {
+		return rep, fmt.Errorf("bpfpath: tables: %w", err)
+	}
+	var changed []netip.Addr
+	var vipKeys []ingressVipKey
 	for _, vip := range slices.SortedFunc(maps.Keys(vips), netip.Addr.Compare) {
-		if old := d.vips[vip]; old != nil && old.set == vips[vip].set {
-			continue
+		if old := d.vips[vip]; old == nil || old.set != vips[vip].set {
+			changed, vipKeys = append(changed, vip), append(vipKeys, vips[vip].key)
 		}
-		if err := d.writeRouteSet(vip, vips[vip]); err != nil {
-			return rep, err
-		}
-		d.vips[vip] = vips[vip]
-		rep.RouteSetsWritten++
 	}
+	n, err = swapIn(d.objs.VipRoutes, vipKeys, func(i int) (*ebpf.Map, error) { return d.newRouteSet(changed[i], vips[changed[i]]) })
+	for _, vip := range changed[:n] {
+		d.vips[vip] = vips[vip]
+	}
+	rep.RouteSetsWritten = n
+	if err != nil {
+		return rep, fmt.Errorf("bpfpath: route sets: %w", err)
+	}
+
+	var goneVIPs []netip.Addr
+	vipKeys = vipKeys[:0]
 	for _, vip := range slices.SortedFunc(maps.Keys(d.vips), netip.Addr.Compare) {
-		if vips[vip] != nil {
-			continue
+		if vips[vip] == nil {
+			goneVIPs, vipKeys = append(goneVIPs, vip), append(vipKeys, d.vips[vip].key)
 		}
-		if err := d.objs.VipRoutes.Delete(d.vips[vip].key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return rep, fmt.Errorf("bpfpath: removing VIP %s: %w", vip, err)
-		}
+	}
+	if err := removeAll(d.objs.VipRoutes, vipKeys); err != nil {
+		return rep, fmt.Errorf("bpfpath: removing VIPs %v: %w", goneVIPs, err)
+	}
+	for _, vip := range goneVIPs {
 		delete(d.vips, vip)
 	}
+	tableKeys = tableKeys[:0]
 	for _, key := range slices.Sorted(maps.Keys(d.tables)) {
-		if tables[key] != nil {
-			continue
+		if tables[key] == nil {
+			tableKeys = append(tableKeys, key)
 		}
-		if err := d.objs.MaglevTables.Delete(key); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			return rep, fmt.Errorf("bpfpath: removing table %d: %w", key, err)
-		}
+	}
+	if err := removeAll(d.objs.MaglevTables, tableKeys); err != nil {
+		return rep, fmt.Errorf("bpfpath: removing tables %v: %w", tableKeys, err)
+	}
+	for _, key := range tableKeys {
 		delete(d.tables, key)
 	}
 	for name := range d.services {
@@ -151,43 +171,4 @@ func (d *Datapath) indexes(in []fastpath.Service) (index map[string]uint32, over
 		index[s.Name], used[next] = next, true
 	}
 	return index, overflow
-}
-
-// writeTable makes a new table map holding t and swaps it in at key.
-func (d *Datapath) writeTable(key uint32, t []ingressTableEntry) error {
-	spec := d.tableSpec.Copy()
-	spec.MaxEntries = uint32(len(t))
-	m, err := ebpf.NewMap(spec)
-	if err != nil {
-		return fmt.Errorf("bpfpath: creating table %d of %d entries: %w", key, len(t)-1, err)
-	}
-	defer m.Close() // maglev_tables holds its own reference
-	keys := make([]uint32, len(t))
-	for i := range keys {
-		keys[i] = uint32(i)
-	}
-	if _, err := m.BatchUpdate(keys, t, nil); err != nil {
-		return fmt.Errorf("bpfpath: filling table %d: %w", key, err)
-	}
-	if err := d.objs.MaglevTables.Put(key, m); err != nil {
-		return fmt.Errorf("bpfpath: swapping in table %d: %w", key, err)
-	}
-	return nil
-}
-
-// writeRouteSet makes a new route set map holding v's set and swaps it in
-// for vip.
-func (d *Datapath) writeRouteSet(vip netip.Addr, v *vipRoutes) error {
-	m, err := ebpf.NewMap(d.routeSetSpec)
-	if err != nil {
-		return fmt.Errorf("bpfpath: creating the route set of VIP %s: %w", vip, err)
-	}
-	defer m.Close() // vip_routes holds its own reference
-	if err := m.Put(uint32(0), &v.set); err != nil {
-		return fmt.Errorf("bpfpath: filling the route set of VIP %s: %w", vip, err)
-	}
-	if err := d.objs.VipRoutes.Put(v.key, m); err != nil {
-		return fmt.Errorf("bpfpath: swapping in the route set of VIP %s: %w", vip, err)
-	}
-	return nil
 }
