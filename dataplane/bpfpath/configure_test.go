@@ -3,9 +3,11 @@ package bpfpath
 import (
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sllbrd/sllbrd/dataplane/fastpath"
 	"github.com/sllbrd/sllbrd/internal/harness/require"
@@ -260,5 +262,89 @@ func TestIntegrationConfigureSwapsWhole(t *testing.T) {
 	got, err = d.Explain(flowFrame(protoUDP, netip.AddrPortFrom(netip.MustParseAddr("10.0.0.1"), 1), netip.AddrPortFrom(testVIP4, 80)))
 	if err != nil || got.Status != StatusPuntNoEndpoint || got.Route != 0 || got.Hash != 0 {
 		t.Errorf("UDP to a route without its Service: %+v, %v; want %v at route 0, no hash", got, err, StatusPuntNoEndpoint)
+	}
+}
+
+// TestIntegrationConfigureNoWindow decides packets while Configure swaps a
+// Service's tables back and forth between two of different sizes (M 16381
+// and 32749) and active slots: every result must be the whole of one
+// table's answer. A table rewritten in place would, meanwhile, pair one
+// table's M with the other's entries.
+func TestIntegrationConfigureNoWindow(t *testing.T) {
+	require.Root(t)
+	d := load(t, Options{})
+	svcs := [2]service{{buildTable(t, 16381, 50, 1), false}, {buildTable(t, 32749, 50, 3), false}}
+	g := frameGen{rand.New(rand.NewPCG(25, 4))}
+	type probe struct {
+		frame []byte
+		want  [2]Result
+	}
+	var probes []probe
+	for len(probes) < 200 {
+		f := g.decidable().frame
+		a, okA := expect(f, svcs[0])
+		b, okB := expect(f, svcs[1])
+		if okA && okB && a.Status == StatusDecided && a != b {
+			probes = append(probes, probe{f, [2]Result{a, b}})
+		}
+	}
+	if _, err := d.Configure(oneService(svcs[0])); err != nil {
+		t.Fatal(err)
+	}
+	const swaps = 40
+	done := make(chan struct{})
+	type seen struct {
+		byTable [2]int
+		err     error
+	}
+	res := make(chan seen)
+	go func() {
+		var s seen
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				res <- s
+				return
+			default:
+			}
+			p := probes[i%len(probes)]
+			got, err := d.Explain(p.frame)
+			switch {
+			case err != nil:
+				s.err = err
+			case got == p.want[0]:
+				s.byTable[0]++
+			case got == p.want[1]:
+				s.byTable[1]++
+			default:
+				s.err = fmt.Errorf("frame %x: %+v, neither table's answer %+v nor %+v", p.frame, got, p.want[0], p.want[1])
+			}
+			if s.err != nil {
+				res <- s
+				return
+			}
+		}
+	}()
+	start := time.Now()
+	var s seen
+	for i := range swaps {
+		if _, err := d.Configure(oneService(svcs[(i+1)%2])); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case s = <-res:
+			t.Fatal(s.err)
+		default:
+		}
+	}
+	close(done)
+	s = <-res
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	t.Logf("%d swaps in %v; %d packets decided meanwhile, %d by the first table, %d by the second, none by a mixture",
+		swaps, time.Since(start).Round(time.Millisecond), s.byTable[0]+s.byTable[1], s.byTable[0], s.byTable[1])
+	if s.byTable[0] == 0 || s.byTable[1] == 0 {
+		t.Errorf("packets ran against one table only (%v): the test saw no swap", s.byTable)
 	}
 }
