@@ -45,7 +45,7 @@ type Options struct {
 }
 
 // Datapath is the loaded program and its maps. Close releases them.
-// Configure is safe to call from one goroutine at a time with Explain.
+// Configure calls are serialised; Explain may run alongside them.
 type Datapath struct {
 	objs ingressObjects
 	// The inner maps' templates: a new route set or table is a new map

@@ -86,7 +86,7 @@
 //     RLIMIT_MEMLOCK: kernels with tcx (6.6+) charge BPF memory to the
 //     memory cgroup.
 //   - The object's license is the repository's (Apache-2.0), so the kernel
-//     refuses it GPL-only helpers; forwarding with bpf_fib_lookup would
-//     need a GPL-compatible (dual) license on bpf/, or the next hop from a
-//     map (docs/bpf.md).
+//     refuses it GPL-only helpers: bpf_fib_lookup is one, bpf_redirect_neigh
+//     is not (both checked on 6.18); forwarding can take the next hop from
+//     a map (docs/bpf.md).
 package bpfpath

@@ -50,6 +50,6 @@ int sllbrd_ingress(struct __sk_buff *skb)
 }
 
 /* The repository's license. The kernel lets only GPL-compatible programs
- * call GPL-only helpers (bpf_fib_lookup among them): forwarding will need a
- * dual license here (doc.go). */
+ * call GPL-only helpers (bpf_fib_lookup among them); bpf_redirect_neigh is
+ * not one, so forwarding can take the next hop from a map (docs/bpf.md). */
 char LICENSE[] SEC("license") = "Apache-2.0";
