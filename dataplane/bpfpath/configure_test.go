@@ -348,3 +348,39 @@ func TestIntegrationConfigureNoWindow(t *testing.T) {
 		t.Errorf("packets ran against one table only (%v): the test saw no swap", s.byTable)
 	}
 }
+
+// TestIndexes: a Service keeps its index; a new one takes the lowest index
+// no programmed Service holds, removed ones included (their indexes are
+// free only after the Configure that removes them, so a route set written
+// meanwhile never names another Service's table); beyond MaxServices, none.
+func TestIndexes(t *testing.T) {
+	d := &Datapath{maxServices: 4, services: map[string]uint32{"gone": 0, "kept": 2}}
+	in := []fastpath.Service{{Name: "new-1"}, {Name: "kept"}, {Name: "new-2"}, {Name: "new-3"}}
+	index, overflow := d.indexes(in)
+	want := map[string]uint32{"new-1": 1, "kept": 2, "new-2": 3}
+	if fmt.Sprint(index) != fmt.Sprint(want) || len(overflow) != 1 || overflow[0] != "new-3" {
+		t.Errorf("indexes %v, overflow %v; want %v and [new-3]", index, overflow, want)
+	}
+}
+
+// TestConfigureRefusesBeforeWriting: an input the kernel path could not
+// compile either fails with nothing written (the Datapath here has no
+// maps: a write would panic).
+func TestConfigureRefusesBeforeWriting(t *testing.T) {
+	d := &Datapath{maxServices: 4, maxVIPs: 4, services: map[string]uint32{}, tables: map[uint32][]ingressTableEntry{}, vips: map[netip.Addr]*vipRoutes{}}
+	twice := oneService(service{buildTable(t, 7, 2, 1), false})
+	twice.Services = append(twice.Services, twice.Services[0])
+	noMark := oneService(service{buildTable(t, 7, 2, 1), false})
+	noMark.Services[0].Endpoints = noMark.Services[0].Endpoints[1:]
+	for name, tc := range map[string]struct {
+		in   fastpath.Input
+		want string
+	}{
+		"a Service twice":             {twice, "service svc: named twice"},
+		"an entry's slot has no mark": {noMark, "belongs to slot 0, which has no endpoint"},
+	} {
+		if _, err := d.Configure(tc.in); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error about %q", name, err, tc.want)
+		}
+	}
+}
