@@ -39,7 +39,9 @@ type Report struct {
 // replaced. It fails, with nothing written, on an input the kernel path
 // could not compile either (a Service named twice, a table entry whose
 // slot has no mark); a kernel error part-way leaves what was written so
-// far, and the next Configure completes it.
+// far, and the next Configure completes it. The counters of new routes
+// and endpoint addresses are added, at zero, before a route set or table
+// names them; those of removed ones are dropped at the end (Counters).
 func (d *Datapath) Configure(in fastpath.Input) (Report, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -53,6 +55,8 @@ func (d *Datapath) Configure(in fastpath.Input) (Report, error) {
 		services[s.Name] = s
 	}
 	index, overflow := d.indexes(in.Services)
+	eps := endpointCounters(in.Services, index)
+	routeIDs, freshIDs := d.routeCounterIDs(in.Routes)
 	for _, name := range overflow {
 		rep.Userspace = append(rep.Userspace, fmt.Sprintf("service %s: beyond %d Services (Options.MaxServices): its routes to userspace", name, d.maxServices))
 	}
@@ -72,6 +76,7 @@ func (d *Datapath) Configure(in fastpath.Input) (Report, error) {
 	}
 	vips, punted := routeSets(in.Routes, keyOf, func(name string) bool { return services[name] != nil })
 	rep.Userspace = append(rep.Userspace, punted...)
+	rep.Userspace = append(rep.Userspace, countRoutes(vips, in.Routes, routeIDs, d.maxRoutes)...)
 	if len(vips) > d.maxVIPs {
 		for _, vip := range slices.SortedFunc(maps.Keys(vips), netip.Addr.Compare)[d.maxVIPs:] {
 			delete(vips, vip)
@@ -79,9 +84,20 @@ func (d *Datapath) Configure(in fastpath.Input) (Report, error) {
 		}
 	}
 
-	// Nothing is written before here. New Services' indexes are recorded
-	// first, so that a failure below cannot give them to others.
+	// Nothing is written before here. New Services' indexes and routes'
+	// counters are recorded first, so that a failure below cannot give
+	// them to others; counters are zero before a table or route set names
+	// them.
 	maps.Copy(d.services, index)
+	maps.Copy(d.routeIDs, routeIDs)
+	for _, id := range freshIDs {
+		if err := zeroPerCPU(d.objs.RouteCounters, uint32(id)); err != nil {
+			return rep, fmt.Errorf("bpfpath: zeroing route counter %d: %w", id, err)
+		}
+	}
+	if err := d.addEndpointCounters(eps); err != nil {
+		return rep, fmt.Errorf("bpfpath: %w", err)
+	}
 	var tableKeys []uint32
 	for _, key := range slices.Sorted(maps.Keys(tables)) {
 		if !slices.Equal(d.tables[key], tables[key]) {
@@ -136,6 +152,14 @@ func (d *Datapath) Configure(in fastpath.Input) (Report, error) {
 	}
 	for _, key := range tableKeys {
 		delete(d.tables, key)
+	}
+	if err := d.removeEndpointCounters(eps); err != nil {
+		return rep, fmt.Errorf("bpfpath: %w", err)
+	}
+	for l := range d.routeIDs {
+		if _, ok := routeIDs[l]; !ok {
+			delete(d.routeIDs, l) // its counter is free from now on
+		}
 	}
 	for name := range d.services {
 		if _, ok := index[name]; !ok {

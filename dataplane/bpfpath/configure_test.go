@@ -363,6 +363,21 @@ func TestIndexes(t *testing.T) {
 	}
 }
 
+// TestRouteCounterIDs: a route keeps its counter; a new one gets the
+// lowest index no route programmed now holds, and none beyond MaxRoutes.
+func TestRouteCounterIDs(t *testing.T) {
+	d := &Datapath{maxRoutes: 3, routeIDs: map[fastpath.RouteLabels]uint16{{Route: "gone", Service: "s"}: 0, {Route: "kept", Service: "s"}: 2}}
+	var in []model.Route
+	for _, n := range []string{"new-1", "kept", "new-2", "new-1"} {
+		in = append(in, model.Route{Name: n, Service: "s"})
+	}
+	ids, fresh := d.routeCounterIDs(in)
+	want := map[fastpath.RouteLabels]uint16{{Route: "new-1", Service: "s"}: 1, {Route: "kept", Service: "s"}: 2}
+	if fmt.Sprint(ids) != fmt.Sprint(want) || fmt.Sprint(fresh) != "[1]" {
+		t.Errorf("ids %v, fresh %v; want %v and [1]", ids, fresh, want)
+	}
+}
+
 // TestConfigureRefusesBeforeWriting: an input the kernel path could not
 // compile either fails with nothing written (the Datapath here has no
 // maps: a write would panic).

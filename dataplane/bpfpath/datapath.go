@@ -5,14 +5,17 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
+	"github.com/sllbrd/sllbrd/dataplane/fastpath"
 	"github.com/sllbrd/sllbrd/maglev"
 )
 
@@ -32,6 +35,7 @@ const (
 const (
 	DefaultMaxVIPs     = 4096
 	DefaultMaxServices = 1024
+	DefaultMaxRoutes   = 4096
 )
 
 // Options configure Load: the capacity of the maps.
@@ -42,24 +46,38 @@ type Options struct {
 	// MaxServices is how many Services have tables (0:
 	// DefaultMaxServices); Configure punts the routes to the others.
 	MaxServices int
+	// MaxRoutes is how many routes have counters (0: DefaultMaxRoutes, at
+	// most 65535); Configure punts the others at their place, so that
+	// every packet is counted somewhere.
+	MaxRoutes int
 }
 
 // Datapath is the loaded program and its maps. Close releases them.
-// Configure calls are serialised; Explain may run alongside them.
+// Configure, SetNextHops, Counters, Attach and Detach are serialised;
+// Explain may run alongside them.
 type Datapath struct {
 	objs ingressObjects
 	// The inner maps' templates: a new route set or table is a new map
 	// made from them, swapped in by one update of the outer map.
-	routeSetSpec, tableSpec *ebpf.MapSpec
-	maxVIPs, maxServices    int
+	routeSetSpec, tableSpec         *ebpf.MapSpec
+	maxVIPs, maxServices, maxRoutes int
 
-	mu sync.Mutex // serialises Configure
+	mu sync.Mutex // serialises Configure, SetNextHops, Counters, Attach
 	// What Configure last wrote: Service -> index (an index is reused
 	// only after the Configure that removes its Service), the tables by
 	// key, the route sets by VIP.
 	services map[string]uint32
 	tables   map[uint32][]ingressTableEntry
 	vips     map[netip.Addr]*vipRoutes
+	// Counters (counters.go): route -> its index in route_counters (an
+	// index is reused only after the Configure that removes its route);
+	// (table, slot) -> the endpoint it counts.
+	routeIDs  map[fastpath.RouteLabels]uint16
+	endpoints map[ingressSlotKey]fastpath.EndpointLabels
+	// hops is what SetNextHops last wrote (nexthops.go).
+	hops map[ingressEndpointKey]ingressNextHop
+	// links are the attachments (attach.go), which Close detaches.
+	links map[*Attachment]bool
 }
 
 // Load loads the program into the kernel (it attaches nothing), with no
@@ -68,9 +86,10 @@ type Datapath struct {
 // sched_cls programs and inner maps of their own size (5.10); errors say
 // which is missing.
 func Load(opts Options) (*Datapath, error) {
-	vips, services := cmp.Or(opts.MaxVIPs, DefaultMaxVIPs), cmp.Or(opts.MaxServices, DefaultMaxServices)
-	if vips < 1 || services < 1 || services > math.MaxInt32/2 {
-		return nil, fmt.Errorf("bpfpath: capacity of %d VIPs and %d Services: want at least 1 each, and at most %d Services", vips, services, math.MaxInt32/2)
+	vips, services, routes := cmp.Or(opts.MaxVIPs, DefaultMaxVIPs), cmp.Or(opts.MaxServices, DefaultMaxServices), cmp.Or(opts.MaxRoutes, DefaultMaxRoutes)
+	if vips < 1 || services < 1 || services > math.MaxInt32/2 || routes < 1 || routes > counterNone {
+		return nil, fmt.Errorf("bpfpath: capacity of %d VIPs, %d Services and %d routes: want at least 1 each, at most %d Services and %d routes",
+			vips, services, routes, math.MaxInt32/2, counterNone)
 	}
 	spec, err := loadIngress()
 	if err != nil {
@@ -78,14 +97,17 @@ func Load(opts Options) (*Datapath, error) {
 	}
 	spec.Maps[ingressMapVipRoutes].MaxEntries = uint32(vips)
 	spec.Maps[ingressMapMaglevTables].MaxEntries = uint32(2 * services)
+	spec.Maps[ingressMapRouteCounters].MaxEntries = uint32(routes)
 	if err := spec.Variables[ingressVarFlowSeed].Set(maglev.FlowSeed); err != nil {
 		return nil, fmt.Errorf("bpfpath: setting the flow seed: %w", err)
 	}
 	d := &Datapath{
 		routeSetSpec: spec.Maps[ingressMapVipRoutes].InnerMap.Copy(),
 		tableSpec:    spec.Maps[ingressMapMaglevTables].InnerMap.Copy(),
-		maxVIPs:      vips, maxServices: services,
+		maxVIPs:      vips, maxServices: services, maxRoutes: routes,
 		services: map[string]uint32{}, tables: map[uint32][]ingressTableEntry{}, vips: map[netip.Addr]*vipRoutes{},
+		routeIDs: map[fastpath.RouteLabels]uint16{}, endpoints: map[ingressSlotKey]fastpath.EndpointLabels{},
+		hops: map[ingressEndpointKey]ingressNextHop{}, links: map[*Attachment]bool{},
 	}
 	if err := spec.LoadAndAssign(&d.objs, nil); err != nil {
 		return nil, loadError(err)
@@ -123,7 +145,8 @@ const testRunFrameMax = 2048
 // Explain runs the program once on frame (an Ethernet frame) through
 // BPF_PROG_TEST_RUN and returns its Result, for operators (what would the
 // datapath decide for this packet) and tests. It changes nothing but the
-// program's run counters.
+// program's run counters: the run has no ingress device, and the program
+// only reports the decision of such a packet (no mark, count or redirect).
 func (d *Datapath) Explain(frame []byte) (Result, error) {
 	if testRunRefuses(frame) {
 		return Result{}, fmt.Errorf("%w: %d bytes", ErrFrameSize, len(frame))
@@ -164,10 +187,18 @@ func testRunRefuses(frame []byte) bool {
 	return false
 }
 
-// Close releases the program and its maps.
+// Close detaches the program from every interface it is attached to
+// (Attach) and releases the program and its maps.
 func (d *Datapath) Close() error {
-	if err := d.objs.Close(); err != nil {
-		return fmt.Errorf("bpfpath: %w", err)
+	d.mu.Lock()
+	links := slices.Collect(maps.Keys(d.links))
+	d.mu.Unlock()
+	var errs []error
+	for _, a := range links {
+		errs = append(errs, a.Detach())
 	}
-	return nil
+	if err := d.objs.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("bpfpath: %w", err))
+	}
+	return errors.Join(errs...)
 }

@@ -4,8 +4,10 @@
 // ingress_bpfel.o and ingress_bpfeb.o, and loaded with
 // github.com/cilium/ebpf. It makes the whole decision the other paths
 // make (the VIP's route, the endpoint its Service's Maglev table gives the
-// flow) and reports it; it forwards nothing yet. docs/bpf.md says how it is
-// built.
+// flow), reports it, and acts on it: it sets the endpoint's fwmark,
+// counts, and forwards the packet itself to the endpoint's next hop when
+// it has one (SetNextHops). Attach puts it on an interface. docs/bpf.md
+// says what it needs and how it is built.
 //
 // # Contract
 //
@@ -71,12 +73,43 @@
 //     payload), as the decoder and the kernel cut it. Checksums are not
 //     verified (as in the decoder; at tc ingress the kernel has not yet
 //     verified the IPv4 header checksum either).
-//   - The program returns TC_ACT_UNSPEC (tcx: the next program, or the
-//     stack) for every packet and writes its Result into the skb's control
-//     buffer cb[0..4] (qdisc scratch space): status, key length and route,
-//     hash, entry, slot, mark. BPF_PROG_TEST_RUN returns it in the context
-//     it copies out; Explain reads it so. Status 0 never comes from a run
-//     to the end.
+//   - The program writes its Result into the skb's control buffer
+//     cb[0..4] (qdisc scratch space) for every packet: status, key length
+//     and route, hash, entry, slot, mark. BPF_PROG_TEST_RUN returns it in
+//     the context it copies out; Explain reads it so. Status 0 never comes
+//     from a run to the end.
+//   - Acting (bpf/forward.h). A punted packet (every status but
+//     StatusDecided, no_route and no_endpoint included) goes to the stack
+//     unchanged (TC_ACT_UNSPEC: tcx's next program, then the stack): the
+//     nftables rules and nfqueue take it there, and userspace decides it,
+//     or counts and drops a no_route or no_endpoint packet, as without
+//     this program. A decided packet addressed to this host at layer 2
+//     (PACKET_HOST: the kernel forwards no other) gets its endpoint's
+//     fwmark in skb->mark, the mark the kernel path sets, and is counted;
+//     then, when its endpoint (mark) has a next hop of the packet's family
+//     (SetNextHops) and its TTL or hop limit is above 1, the program
+//     decrements it (updating the IPv4 header checksum as the kernel's
+//     ip_decrease_ttl does) and redirects the packet with
+//     bpf_redirect_neigh to that next hop on that interface (the kernel
+//     resolves its link-layer address), past netfilter and the IP
+//     forwarding path: no conntrack, no FORWARD or POSTROUTING hook, no
+//     ForwDatagrams. Otherwise the marked packet goes to the stack
+//     unchanged: without a next hop, policy routing forwards it by its
+//     mark; with TTL or hop limit 1 or 0, the stack's forwarding sends
+//     ICMP time exceeded. The egress interface's MTU is not checked: the
+//     next hop's link must take what the ingress link carries (the stack
+//     would send ICMP fragmentation needed; the redirect drops).
+//   - A run without an ingress device (skb->ingress_ifindex 0, which only
+//     BPF_PROG_TEST_RUN gives) is only reported, never acted on: Explain
+//     marks, counts and redirects nothing.
+//   - Counters (per CPU, summed by Counters): per route (the kernel path's
+//     route labels) and per endpoint address (its endpoint labels), the
+//     decided packets acted on and the bytes of their IP packets, as the
+//     kernel path's nftables counters count them; and per Action. A route's
+//     counter lives from the Configure that first programs it to the one
+//     that removes it; Options.MaxRoutes routes have one, the others are
+//     punted at their place (StatusPuntLimit) so that every packet is
+//     counted by the program or by userspace.
 //   - A frame whose headers are not in the skb's linear data is pulled
 //     (bpf_skb_pull_data, the first 82 bytes at most); a failed pull is
 //     StatusPuntNonlinear.
@@ -85,8 +118,11 @@
 //     *ebpf.VerifierError) and wrap the cause. It does not touch
 //     RLIMIT_MEMLOCK: kernels with tcx (6.6+) charge BPF memory to the
 //     memory cgroup.
+//   - Attach attaches the program with a tcx link (6.6+) at ingress of an
+//     interface, Detach and Close detach it. The link is this process's:
+//     pinning it and adopting it after a restart is not done yet.
 //   - The object's license is the repository's (Apache-2.0), so the kernel
 //     refuses it GPL-only helpers: bpf_fib_lookup is one, bpf_redirect_neigh
-//     is not (both checked on 6.18); forwarding can take the next hop from
-//     a map (docs/bpf.md).
+//     is not (both checked on 6.18); forwarding takes the next hop from a
+//     map that SetNextHops fills (docs/bpf.md).
 package bpfpath

@@ -13,10 +13,39 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type ingressAction uint32
+
+const (
+	ingressActionACTION_PUNT         ingressAction = 0
+	ingressActionACTION_MARK         ingressAction = 1
+	ingressActionACTION_TTL_EXCEEDED ingressAction = 2
+	ingressActionACTION_REDIRECT     ingressAction = 3
+	ingressActionACTION_COUNT        ingressAction = 4
+)
+
 type ingressCidr struct {
 	_    structs.HostLayout
 	Addr [4]uint32
 	Mask [4]uint32
+}
+
+type ingressCount struct {
+	_       structs.HostLayout
+	Packets uint64
+	Bytes   uint64
+}
+
+type ingressEndpointKey struct {
+	_      structs.HostLayout
+	Mark   uint32
+	Family uint32
+}
+
+type ingressNextHop struct {
+	_       structs.HostLayout
+	Family  uint32
+	Ifindex uint32
+	Addr    [4]uint32
 }
 
 type ingressPortRange struct {
@@ -35,7 +64,7 @@ type ingressRoute struct {
 	SrcCount   uint8
 	SportCount uint8
 	DportCount uint8
-	Pad        uint16
+	Counter    uint16
 	Src        [8]ingressCidr
 	Sport      [8]ingressPortRange
 	Dport      [8]ingressPortRange
@@ -46,6 +75,12 @@ type ingressRouteSet struct {
 	RouteCount uint32
 	Flags      uint32
 	Routes     [16]ingressRoute
+}
+
+type ingressSlotKey struct {
+	_     structs.HostLayout
+	Table uint32
+	Slot  uint32
 }
 
 type ingressStatus uint32
@@ -83,10 +118,14 @@ type ingressVipKey struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	ingressMapMaglevTables   = "maglev_tables"
-	ingressMapVipRoutes      = "vip_routes"
-	ingressProgSllbrdIngress = "sllbrd_ingress"
-	ingressVarFlowSeed       = "flow_seed"
+	ingressMapActionCounters   = "action_counters"
+	ingressMapEndpointCounters = "endpoint_counters"
+	ingressMapMaglevTables     = "maglev_tables"
+	ingressMapNextHops         = "next_hops"
+	ingressMapRouteCounters    = "route_counters"
+	ingressMapVipRoutes        = "vip_routes"
+	ingressProgSllbrdIngress   = "sllbrd_ingress"
+	ingressVarFlowSeed         = "flow_seed"
 )
 
 // loadIngress returns the embedded CollectionSpec for ingress.
@@ -138,8 +177,12 @@ type ingressProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type ingressMapSpecs struct {
-	MaglevTables *ebpf.MapSpec `ebpf:"maglev_tables"`
-	VipRoutes    *ebpf.MapSpec `ebpf:"vip_routes"`
+	ActionCounters   *ebpf.MapSpec `ebpf:"action_counters"`
+	EndpointCounters *ebpf.MapSpec `ebpf:"endpoint_counters"`
+	MaglevTables     *ebpf.MapSpec `ebpf:"maglev_tables"`
+	NextHops         *ebpf.MapSpec `ebpf:"next_hops"`
+	RouteCounters    *ebpf.MapSpec `ebpf:"route_counters"`
+	VipRoutes        *ebpf.MapSpec `ebpf:"vip_routes"`
 }
 
 // ingressVariableSpecs contains global variables before they are loaded into the kernel.
@@ -169,13 +212,21 @@ func (o *ingressObjects) Close() error {
 //
 // It can be passed to loadIngressObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ingressMaps struct {
-	MaglevTables *ebpf.Map `ebpf:"maglev_tables"`
-	VipRoutes    *ebpf.Map `ebpf:"vip_routes"`
+	ActionCounters   *ebpf.Map `ebpf:"action_counters"`
+	EndpointCounters *ebpf.Map `ebpf:"endpoint_counters"`
+	MaglevTables     *ebpf.Map `ebpf:"maglev_tables"`
+	NextHops         *ebpf.Map `ebpf:"next_hops"`
+	RouteCounters    *ebpf.Map `ebpf:"route_counters"`
+	VipRoutes        *ebpf.Map `ebpf:"vip_routes"`
 }
 
 func (m *ingressMaps) Close() error {
 	return _IngressClose(
+		m.ActionCounters,
+		m.EndpointCounters,
 		m.MaglevTables,
+		m.NextHops,
+		m.RouteCounters,
 		m.VipRoutes,
 	)
 }

@@ -1,6 +1,8 @@
 package bpfpath
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -35,6 +37,24 @@ func TestEmbeddedObject(t *testing.T) {
 		tables.InnerMap.Flags != unix.BPF_F_INNER_MAP || tables.InnerMap.ValueSize != uint32(unsafe.Sizeof(ingressTableEntry{})) {
 		t.Errorf("map %s: %+v (inner %+v), want an array of maps of arrays of table entries, each of its own size", ingressMapMaglevTables, tables, tables.InnerMap)
 	}
+	for name, want := range map[string]struct {
+		typ   ebpf.MapType
+		flags uint32
+		value uintptr
+	}{
+		ingressMapRouteCounters:    {ebpf.PerCPUArray, 0, unsafe.Sizeof(ingressCount{})},
+		ingressMapEndpointCounters: {ebpf.PerCPUHash, unix.BPF_F_NO_PREALLOC, unsafe.Sizeof(ingressCount{})},
+		ingressMapActionCounters:   {ebpf.PerCPUArray, 0, unsafe.Sizeof(ingressCount{})},
+		ingressMapNextHops:         {ebpf.Hash, unix.BPF_F_NO_PREALLOC, unsafe.Sizeof(ingressNextHop{})},
+	} {
+		m := spec.Maps[name]
+		if m == nil || m.Type != want.typ || m.Flags != want.flags || m.ValueSize != uint32(want.value) {
+			t.Errorf("map %s: %+v, want type %v, flags %#x, values of %d bytes", name, m, want.typ, want.flags, want.value)
+		}
+	}
+	if m := spec.Maps[ingressMapActionCounters]; m == nil || m.MaxEntries != uint32(numActions) {
+		t.Errorf("map %s: %+v, want %d entries, one per action", ingressMapActionCounters, m, numActions)
+	}
 	seed := spec.Variables[ingressVarFlowSeed]
 	if seed == nil || !seed.Constant() || seed.Size() != 4 {
 		t.Fatalf("variable %s: %v, want a 4-byte constant", ingressVarFlowSeed, seed)
@@ -57,5 +77,20 @@ func TestStatusNames(t *testing.T) {
 	}
 	if got := Status(0).String(); got != "status-0" {
 		t.Errorf("Status(0) = %q", got)
+	}
+}
+
+// TestActionNames: every action has its own name.
+func TestActionNames(t *testing.T) {
+	seen := map[string]bool{}
+	for a := range Action(numActions) {
+		if n := a.String(); n == "" || seen[n] || strings.HasPrefix(n, "action-") {
+			t.Errorf("action %d: name %q missing or repeated", a, n)
+		} else {
+			seen[n] = true
+		}
+	}
+	if got := Action(numActions).String(); got != fmt.Sprintf("action-%d", numActions) {
+		t.Errorf("Action(%d) = %q", numActions, got)
 	}
 }

@@ -77,11 +77,15 @@ type Result struct {
 // (include/uapi/linux/bpf.h): the program's result is in CB. It is longer
 // than the kernel's struct (192 bytes in 6.18), which the kernel accepts
 // when the excess is zero, and must be: the kernel refuses to copy out a
-// context into a shorter buffer.
+// context into a shorter buffer. Of the fields before CB, the kernel takes
+// Mark, Priority, IngressIfindex and Ifindex in; the others must be zero.
 type skbContext struct {
-	_  [12]uint32 // len .. tc_index
-	CB [5]uint32
-	_  [47]uint32 // hash .. the end, and spare
+	Len, PktType, Mark, QueueMapping, Protocol, VlanPresent, VlanTCI, VlanProto, Priority uint32
+	// IngressIfindex is the device the packet came in on: 0 (none) for
+	// Explain, whose runs the program only reports (bpf/forward.h).
+	IngressIfindex, Ifindex, TCIndex uint32
+	CB                               [5]uint32
+	_                                [47]uint32 // hash .. the end, and spare
 }
 
 // result decodes result.h's layout: cb[0] holds the status (bits 0-7),

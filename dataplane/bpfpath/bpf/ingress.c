@@ -1,9 +1,10 @@
 /*
- * ingress.c: sllbrd's eBPF datapath, a tc (tcx) ingress program. For now it
- * decides and reports (result.h): the VIP's route (routes.h), then the
- * endpoint its Service's Maglev table gives the flow (tables.h). It
- * forwards nothing and always returns TC_ACT_UNSPEC (tcx: the next program,
- * or the stack). Package bpfpath documents the contract.
+ * ingress.c: sllbrd's eBPF datapath, a tc (tcx) ingress program. It decides
+ * (the VIP's route, routes.h; the endpoint its Service's Maglev table gives
+ * the flow, tables.h), reports the decision (result.h), and acts on it
+ * (forward.h): marks, counts (counters.h) and redirects a decided packet to
+ * its endpoint's next hop, or hands it to the stack (TC_ACT_UNSPEC, tcx:
+ * the next program, or the stack). Package bpfpath documents the contract.
  */
 #include "kernel.h"
 #include "result.h"
@@ -11,12 +12,14 @@
 #include "flowhash.h"
 #include "routes.h"
 #include "tables.h"
+#include "counters.h"
+#include "forward.h"
 
-/* decide finds f's VIP, its route and the endpoint, filling r. */
-static __always_inline void decide(const struct flow *f, struct result *r)
+/* decide finds f's VIP, its route and the endpoint, filling r and c. */
+static __always_inline void decide(const struct flow *f, struct result *r, struct choice *c)
 {
 	struct vip_key k = {.family = f->family};
-	__u32 zero = 0, table = TABLE_NONE;
+	__u32 zero = 0;
 
 	__builtin_memcpy(k.addr, f->dst, sizeof(k.addr));
 	void *routes = bpf_map_lookup_elem(&vip_routes, &k);
@@ -29,9 +32,9 @@ static __always_inline void decide(const struct flow *f, struct result *r)
 		r->status = STATUS_PUNT_NOT_VIP;
 		return;
 	}
-	r->status = match_route(rs, f, r, &table);
+	r->status = match_route(rs, f, r, c);
 	if (r->status == STATUS_DECIDED)
-		r->status = balance(f, table, r);
+		r->status = balance(f, c->table, r);
 }
 
 SEC("tc")
@@ -39,17 +42,18 @@ int sllbrd_ingress(struct __sk_buff *skb)
 {
 	struct flow f = {};
 	struct result r = {.route = ROUTE_NONE};
+	struct choice c = {.table = TABLE_NONE, .counter = COUNTER_NONE};
 
 	r.status = pull(skb);
 	if (r.status == STATUS_DECIDED)
 		r.status = parse_flow(skb, &f);
 	if (r.status == STATUS_DECIDED)
-		decide(&f, &r);
+		decide(&f, &r, &c);
 	write_result(skb, &r);
-	return TC_ACT_UNSPEC;
+	return act(skb, &f, &r, &c);
 }
 
 /* The repository's license. The kernel lets only GPL-compatible programs
  * call GPL-only helpers (bpf_fib_lookup among them); bpf_redirect_neigh is
- * not one, so forwarding can take the next hop from a map (docs/bpf.md). */
+ * not one, so forwarding takes the next hop from a map (forward.h). */
 char LICENSE[] SEC("license") = "Apache-2.0";

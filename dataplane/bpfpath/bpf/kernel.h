@@ -25,6 +25,8 @@ typedef __u32 __wsum;
 /* enum bpf_map_type and map flags (include/uapi/linux/bpf.h). */
 #define BPF_MAP_TYPE_HASH 1
 #define BPF_MAP_TYPE_ARRAY 2
+#define BPF_MAP_TYPE_PERCPU_HASH 5
+#define BPF_MAP_TYPE_PERCPU_ARRAY 6
 #define BPF_MAP_TYPE_ARRAY_OF_MAPS 12
 #define BPF_MAP_TYPE_HASH_OF_MAPS 13
 #define BPF_F_NO_PREALLOC (1U << 0)
@@ -34,9 +36,27 @@ typedef __u32 __wsum;
  * TCX_NEXT: the next program, or the stack. */
 #define TC_ACT_UNSPEC (-1)
 
+/* skb->pkt_type (include/uapi/linux/if_packet.h): addressed to this host
+ * at layer 2. */
+#define PACKET_HOST 0
+
+/* Address families (include/linux/socket.h), struct bpf_redir_neigh's. */
+#define AF_INET 2
+#define AF_INET6 10
+
+/* bpf_redirect_neigh's next hop (include/uapi/linux/bpf.h). */
+struct bpf_redir_neigh {
+	__u32 nh_family; /* AF_INET or AF_INET6 */
+	union {
+		__be32 ipv4_nh;
+		__u32 ipv6_nh[4];
+	};
+};
+
 /*
  * struct __sk_buff (include/uapi/linux/bpf.h) up to data_end: the program
- * reads len, data and data_end and writes cb. The verifier checks context
+ * reads len, pkt_type, ingress_ifindex, data and data_end and writes mark
+ * and cb. The verifier checks context
  * accesses by offset, so the rest of the kernel's struct is not needed.
  */
 struct __sk_buff {
@@ -59,6 +79,8 @@ struct __sk_buff {
 	__u32 data_end;
 };
 
+_Static_assert(__builtin_offsetof(struct __sk_buff, mark) == 8, "__sk_buff mark");
+_Static_assert(__builtin_offsetof(struct __sk_buff, ingress_ifindex) == 36, "__sk_buff ingress_ifindex");
 _Static_assert(__builtin_offsetof(struct __sk_buff, cb) == 48, "__sk_buff cb");
 _Static_assert(__builtin_offsetof(struct __sk_buff, data) == 76, "__sk_buff data");
 _Static_assert(__builtin_offsetof(struct __sk_buff, data_end) == 80, "__sk_buff data_end");

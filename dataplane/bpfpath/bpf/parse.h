@@ -50,6 +50,8 @@ struct flow {
 	__u8 family;   /* 4 or 6 */
 	__u8 proto;    /* IP protocol (IPv6: next header) */
 	__u8 echo;     /* ICMP or ICMPv6 echo request or reply */
+	__u32 ip_len;  /* the IP packet's length by its header (what the
+			* kernel path's counters count) */
 };
 
 static __always_inline __u16 be16_at(const __u8 *p)
@@ -152,6 +154,7 @@ static __always_inline int parse_ipv4(const __u8 *ip, void *data_end, __u32 len,
 		return STATUS_PUNT_FRAGMENT;
 	f->family = 4;
 	f->proto = ip[9];
+	f->ip_len = total;
 	__builtin_memcpy(&f->src[0], ip + 12, 4);
 	__builtin_memcpy(&f->dst[0], ip + 16, 4);
 	return parse_l4(ip + hlen, data_end, total - hlen, f);
@@ -183,6 +186,7 @@ static __always_inline int parse_ipv6(const __u8 *ip, void *data_end, __u32 len,
 		return STATUS_PUNT_MALFORMED;
 	f->family = 6;
 	f->proto = next;
+	f->ip_len = IPV6_HLEN + payload;
 	__builtin_memcpy(f->src, ip + 8, 16);
 	__builtin_memcpy(f->dst, ip + 24, 16);
 	return parse_l4(ip + IPV6_HLEN, data_end, payload, f);

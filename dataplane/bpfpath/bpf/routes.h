@@ -60,7 +60,8 @@ struct route {
 	__u8 src_count;
 	__u8 sport_count;
 	__u8 dport_count;
-	__u16 pad;
+	__u16 counter;    /* its packet and byte counters' index in
+			   * route_counters (counters.h) */
 	struct cidr src[MAX_CIDRS];
 	struct port_range sport[MAX_PORT_RANGES];
 	struct port_range dport[MAX_PORT_RANGES];
@@ -99,6 +100,13 @@ struct {
 		__type(value, struct route_set);
 	});
 } vip_routes SEC(".maps");
+
+/* What match_route chose besides the result: the route's Service's table
+ * (TABLE_NONE: none) and the route's counters. */
+struct choice {
+	__u32 table;
+	__u32 counter;
+};
 
 /* proto_bit is PROTO_BIT_* of a transport protocol (0 for echo). */
 static __always_inline __u8 proto_bit(__u8 proto)
@@ -157,12 +165,12 @@ static __always_inline int port_matches(const struct port_range *ranges, __u8 n,
  * match_route walks rs in precedence order for the packet f, as
  * classify.Table.Lookup does: an echo matches on sources only, a TCP, UDP
  * or SCTP packet on protocol, destination ports, sources and source ports.
- * It returns STATUS_DECIDED with the route's rank and table set, or a punt
+ * It returns STATUS_DECIDED with the route's rank, table and counter set, or a punt
  * (with the rank of the route it stopped at, if any). It is a function of
  * its own so that struct route_set is in the object's BTF, whole (see
  * tables.h's hash_flow).
  */
-static __noinline __u32 match_route(const struct route_set *rs, const struct flow *f, struct result *r, __u32 *table)
+static __noinline __u32 match_route(const struct route_set *rs, const struct flow *f, struct result *r, struct choice *c)
 {
 	if ((rs->flags & SET_PUNT_MAPPED_SOURCE) && is_mapped(f))
 		return STATUS_PUNT_MAPPED_SOURCE;
@@ -189,7 +197,8 @@ static __noinline __u32 match_route(const struct route_set *rs, const struct flo
 		r->route = rt->rank;
 		if (rt->byte_protos & bit)
 			return STATUS_PUNT_UNEXPRESSIBLE;
-		*table = rt->table;
+		c->table = rt->table;
+		c->counter = rt->counter;
 		return STATUS_DECIDED;
 	}
 	return STATUS_PUNT_NO_ROUTE;

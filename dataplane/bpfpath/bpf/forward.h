@@ -1,0 +1,116 @@
+/*
+ * forward.h: acting on a decision. A decided packet gets its endpoint's
+ * fwmark (what the kernel path sets; policy routing can forward it) and is
+ * counted; when its endpoint has a next hop here, the program forwards it
+ * itself: TTL or hop limit decremented (the IPv4 checksum updated), then
+ * bpf_redirect_neigh to the next hop, past netfilter and the IP forwarding
+ * path. Package bpfpath (nexthops.go) fills next_hops.
+ */
+#ifndef SLLBRD_FORWARD_H
+#define SLLBRD_FORWARD_H
+
+#include "kernel.h"
+#include "result.h"
+#include "parse.h"
+#include "routes.h"
+#include "counters.h"
+
+/* An endpoint's mark and the packet's family (4 or 6): the key of its next
+ * hop, as policy routing keys the endpoint's route (a rule per mark and
+ * family; package dataplane gives every endpoint slot its own mark). */
+struct endpoint_key {
+	__u32 mark;
+	__u32 family;
+};
+
+/* Where an endpoint's packets of one family go: the next hop's family
+ * (AF_INET or AF_INET6, struct bpf_redir_neigh's), its address as the
+ * packet's bytes (IPv4 in addr[0]) and the interface's index. */
+struct next_hop {
+	__u32 family;
+	__u32 ifindex;
+	__u32 addr[4];
+};
+
+/* struct endpoint_key -> its next hop; an endpoint without one is only
+ * marked. Not preallocated (Go alone adds elements); an update replaces an
+ * element whole. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 131072);
+	__type(key, struct endpoint_key);
+	__type(value, struct next_hop);
+} next_hops SEC(".maps");
+
+/*
+ * decrement_ttl decrements the TTL (IPv4, updating the header checksum
+ * as the kernel's ip_decrease_ttl does) or hop limit (IPv6) of skb's
+ * packet, which parse_flow found to be of family. It returns 0, or -1 and
+ * changes nothing when the packet must not be forwarded: a TTL or hop
+ * limit of 0 or 1, or headers no longer in the linear data.
+ */
+static __always_inline int decrement_ttl(struct __sk_buff *skb, __u8 family)
+{
+	__u8 *ip = (__u8 *)(long)skb->data + ETH_HLEN;
+	void *data_end = (void *)(long)skb->data_end;
+
+	if (family == 4) {
+		if ((void *)(ip + IPV4_MIN_HLEN) > data_end || ip[8] <= 1)
+			return -1;
+		/* The TTL is the high byte of the header's fifth 16-bit word:
+		 * one less lowers the sum by 0x0100, so the checksum (its
+		 * complement) rises by 0x0100, in one's complement. */
+		__u32 check = be16_at(ip + 10) + 0x0100;
+		check += check >= 0xffff;
+		ip[10] = check >> 8;
+		ip[11] = check;
+		ip[8]--;
+		return 0;
+	}
+	if ((void *)(ip + IPV6_HLEN) > data_end || ip[7] <= 1)
+		return -1;
+	ip[7]--;
+	return 0;
+}
+
+/*
+ * act does what r decided for skb's packet f (c: its route's counters and
+ * table) and returns the verdict. A packet with ingress_ifindex 0
+ * comes from BPF_PROG_TEST_RUN without one (Explain's runs; the kernel
+ * gives every received packet its device's) and is only reported. Only a
+ * decided packet addressed to this host at layer 2 (which the kernel
+ * would forward) is acted on; every other goes to the stack unchanged.
+ */
+static __always_inline int act(struct __sk_buff *skb, const struct flow *f, const struct result *r, const struct choice *c)
+{
+	if (skb->ingress_ifindex == 0)
+		return TC_ACT_UNSPEC;
+	if (r->status != STATUS_DECIDED || skb->pkt_type != PACKET_HOST) {
+		count_action(ACTION_PUNT, skb->len > ETH_HLEN ? skb->len - ETH_HLEN : 0);
+		return TC_ACT_UNSPEC;
+	}
+	skb->mark = r->mark;
+	__u32 counter = c->counter;
+	struct slot_key s = {.table = c->table, .slot = r->slot};
+	add(bpf_map_lookup_elem(&route_counters, &counter), f->ip_len);
+	add(bpf_map_lookup_elem(&endpoint_counters, &s), f->ip_len);
+
+	struct endpoint_key k = {.mark = r->mark, .family = f->family};
+	const struct next_hop *nh = bpf_map_lookup_elem(&next_hops, &k);
+	if (!nh) {
+		count_action(ACTION_MARK, f->ip_len);
+		return TC_ACT_UNSPEC;
+	}
+	struct bpf_redir_neigh p = {.nh_family = nh->family};
+	__builtin_memcpy(p.ipv6_nh, nh->addr, sizeof(p.ipv6_nh));
+	__u32 ifindex = nh->ifindex;
+	if (decrement_ttl(skb, f->family) != 0) {
+		count_action(ACTION_TTL_EXCEEDED, f->ip_len);
+		return TC_ACT_UNSPEC;
+	}
+	count_action(ACTION_REDIRECT, f->ip_len);
+	return bpf_redirect_neigh(ifindex, &p, sizeof(p), 0);
+}
+
+#endif
