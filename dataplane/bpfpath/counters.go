@@ -38,11 +38,15 @@ const (
 	ActionTTLExceeded = Action(ingressActionACTION_TTL_EXCEEDED)
 	// ActionRedirect: decided and redirected to its endpoint's next hop.
 	ActionRedirect = Action(ingressActionACTION_REDIRECT)
+	// ActionMartianSource: decided, but from a source the kernel never
+	// forwards from (0/8, 127/8, multicast, broadcast; ::, ::1, IPv4-mapped,
+	// link-local, multicast): the mark set, to the stack, which drops it.
+	ActionMartianSource = Action(ingressActionACTION_MARTIAN_SOURCE)
 
 	numActions = int(ingressActionACTION_COUNT)
 )
 
-var actionNames = [numActions]string{"punt", "mark", "ttl-exceeded", "redirect"}
+var actionNames = [numActions]string{"punt", "mark", "ttl-exceeded", "redirect", "martian-source"}
 
 // String returns a short lower-case name, usable as a metric label.
 func (a Action) String() string {

@@ -96,7 +96,10 @@
 //     ForwDatagrams. Otherwise the marked packet goes to the stack
 //     unchanged: without a next hop, policy routing forwards it by its
 //     mark; with TTL or hop limit 1 or 0, the stack's forwarding sends
-//     ICMP time exceeded. The egress interface's MTU is not checked: the
+//     ICMP time exceeded; from a source the kernel never forwards from
+//     (bpf/martian.h: 0/8, 127/8, multicast and broadcast; ::, ::1,
+//     IPv4-mapped, link-local and multicast), the stack drops it. Reverse
+//     path filtering (rp_filter) is not done for redirected packets. The egress interface's MTU is not checked: the
 //     next hop's link must take what the ingress link carries (the stack
 //     would send ICMP fragmentation needed; the redirect drops).
 //   - A run without an ingress device (skb->ingress_ifindex 0, which only

@@ -179,8 +179,9 @@ func TestIntegrationForwardRewrites(t *testing.T) {
 // goes to the stack (TC_ACT_UNSPEC) unchanged, byte for byte: a decided
 // packet with TTL or hop limit 1 or 0 (its mark set: the stack's
 // forwarding sends ICMP time exceeded), one whose endpoint has no next
-// hop (its mark set: policy routing forwards it), one not addressed to
-// this host at layer 2, and punts (no mark).
+// hop (its mark set: policy routing forwards it), one from a source the
+// kernel never forwards from (marked), one not addressed to this host at
+// layer 2, and punts (no mark).
 func TestIntegrationForwardHandsToStack(t *testing.T) {
 	d, svc := forwardSetup(t)
 	src4, src6 := netip.MustParseAddr("11.0.0.1"), netip.MustParseAddr("fd0b::1")
@@ -219,6 +220,28 @@ func TestIntegrationForwardHandsToStack(t *testing.T) {
 			tc{fam.vip.String() + " another host's MAC", notHost, false},
 			tc{fam.vip.String() + " not a VIP", hostFrame(at(hop), netip.AddrPortFrom(fam.other, 53), 64, 4, 0), false},
 		)
+	}
+	// Sources the kernel never forwards from go to the stack, marked; their
+	// neighbours are forwarded.
+	for _, m := range []string{"0.1.2.3", "127.0.0.1", "224.0.0.1", "239.255.255.255", "255.255.255.255",
+		"::", "::1", "::ffff:1.2.3.4", "fe80::1", "febf::1", "ff02::1"} {
+		src := netip.MustParseAddr(m)
+		vip := netip.AddrPortFrom(testVIP4, 53)
+		if src.Is6() {
+			vip = netip.AddrPortFrom(testVIP6, 53)
+		}
+		cases = append(cases, tc{m + " (martian source)", hostFrame(netip.AddrPortFrom(src, port(src, vip.Addr(), false)), vip, 64, 5, 0), true})
+	}
+	for _, m := range []string{"1.0.0.0", "126.255.255.255", "128.0.0.1", "223.255.255.255", "240.0.0.1", "255.255.255.254",
+		"::2", "::fffe:1.2.3.4", "fec0::1", "fe7f::1", "fd00::1"} {
+		src := netip.MustParseAddr(m)
+		vip := netip.AddrPortFrom(testVIP4, 53)
+		if src.Is6() {
+			vip = netip.AddrPortFrom(testVIP6, 53)
+		}
+		if got := runOnLink(t, d, hostFrame(netip.AddrPortFrom(src, port(src, vip.Addr(), false)), vip, 64, 5, 0)); got.verdict != tcActRedirect {
+			t.Errorf("from %s: verdict %d, want %d (redirected: no martian source)", m, got.verdict, tcActRedirect)
+		}
 	}
 	for _, c := range cases {
 		want, _ := expect(c.frame, svc)

@@ -16,11 +16,12 @@ import (
 type ingressAction uint32
 
 const (
-	ingressActionACTION_PUNT         ingressAction = 0
-	ingressActionACTION_MARK         ingressAction = 1
-	ingressActionACTION_TTL_EXCEEDED ingressAction = 2
-	ingressActionACTION_REDIRECT     ingressAction = 3
-	ingressActionACTION_COUNT        ingressAction = 4
+	ingressActionACTION_PUNT           ingressAction = 0
+	ingressActionACTION_MARK           ingressAction = 1
+	ingressActionACTION_TTL_EXCEEDED   ingressAction = 2
+	ingressActionACTION_REDIRECT       ingressAction = 3
+	ingressActionACTION_MARTIAN_SOURCE ingressAction = 4
+	ingressActionACTION_COUNT          ingressAction = 5
 )
 
 type ingressCidr struct {

@@ -36,7 +36,10 @@ enum action {
 	ACTION_TTL_EXCEEDED = 2,
 	/* Decided and redirected to its next hop (bpf_redirect_neigh). */
 	ACTION_REDIRECT = 3,
-	ACTION_COUNT = 4,
+	/* Decided, a next hop, but a source the kernel never forwards from
+	 * (martian.h): the mark set, to the stack unchanged, which drops it. */
+	ACTION_MARTIAN_SOURCE = 4,
+	ACTION_COUNT = 5,
 };
 
 /* A route's counters at the index Configure gives it (struct route's

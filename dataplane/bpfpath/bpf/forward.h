@@ -14,6 +14,7 @@
 #include "parse.h"
 #include "routes.h"
 #include "counters.h"
+#include "martian.h"
 
 /* An endpoint's mark and the packet's family (4 or 6): the key of its next
  * hop, as policy routing keys the endpoint's route (a rule per mark and
@@ -76,14 +77,20 @@ static __always_inline int decrement_ttl(struct __sk_buff *skb, __u8 family)
 
 /*
  * act does what r decided for skb's packet f (c: its route's counters and
- * table) and returns the verdict. A packet with ingress_ifindex 0
+ * table) and returns the verdict. It is a global function, which the
+ * verifier checks once, on its own, rather than once for every state the
+ * decision reaches it in (inlined, with the martian check, the verifier
+ * walked 177,449 instructions instead of 142,330); its pointers are
+ * therefore checked for NULL. A packet with ingress_ifindex 0
  * comes from BPF_PROG_TEST_RUN without one (Explain's runs; the kernel
  * gives every received packet its device's) and is only reported. Only a
  * decided packet addressed to this host at layer 2 (which the kernel
  * would forward) is acted on; every other goes to the stack unchanged.
  */
-static __always_inline int act(struct __sk_buff *skb, const struct flow *f, const struct result *r, const struct choice *c)
+__noinline int act(struct __sk_buff *skb, const struct flow *f, const struct result *r, const struct choice *c)
 {
+	if (!skb || !f || !r || !c)
+		return TC_ACT_UNSPEC;
 	if (skb->ingress_ifindex == 0)
 		return TC_ACT_UNSPEC;
 	if (r->status != STATUS_DECIDED || skb->pkt_type != PACKET_HOST) {
@@ -100,6 +107,10 @@ static __always_inline int act(struct __sk_buff *skb, const struct flow *f, cons
 	const struct next_hop *nh = bpf_map_lookup_elem(&next_hops, &k);
 	if (!nh) {
 		count_action(ACTION_MARK, f->ip_len);
+		return TC_ACT_UNSPEC;
+	}
+	if (martian_source(f->family, f->src)) {
+		count_action(ACTION_MARTIAN_SOURCE, f->ip_len);
 		return TC_ACT_UNSPEC;
 	}
 	struct bpf_redir_neigh p = {.nh_family = nh->family};
