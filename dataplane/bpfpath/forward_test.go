@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -386,5 +387,25 @@ func TestIntegrationMaxRoutes(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the report %q does not name the routes beyond MaxRoutes", rep.Userspace)
+	}
+}
+
+// TestSetNextHopsRefuses: next hops that cannot be right fail before
+// anything is written (the Datapath here has no maps: a write would
+// panic).
+func TestSetNextHopsRefuses(t *testing.T) {
+	d := &Datapath{}
+	via := netip.MustParseAddr("10.0.0.1")
+	for name, tc := range map[string]struct {
+		hops []NextHop
+		want string
+	}{
+		"no address":           {[]NextHop{{Mark: 1, Ifindex: 2}}, "want a valid address"},
+		"no interface":         {[]NextHop{{Mark: 1, Via: via}}, "interface index of at least 1"},
+		"two of a mark/family": {[]NextHop{{Mark: 1, Via: via, Ifindex: 2}, {Mark: 1, Via: netip.MustParseAddr("::ffff:10.0.0.2"), Ifindex: 3}}, "two next hops of mark 0x1, IPv4"},
+	} {
+		if err := d.SetNextHops(tc.hops); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error about %q", name, err, tc.want)
+		}
 	}
 }
