@@ -89,7 +89,8 @@
 //     then, when its endpoint (mark) has a next hop of the packet's family
 //     (SetNextHops) and its TTL or hop limit is above 1, the program
 //     decrements it (updating the IPv4 header checksum as the kernel's
-//     ip_decrease_ttl does) and redirects the packet with
+//     ip_decrease_ttl does, or in IPv6 the skb's CHECKSUM_COMPLETE sum)
+//     and redirects the packet with
 //     bpf_redirect_neigh to that next hop on that interface (the kernel
 //     resolves its link-layer address), past netfilter and the IP
 //     forwarding path: no conntrack, no FORWARD or POSTROUTING hook, no

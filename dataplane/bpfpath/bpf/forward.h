@@ -46,7 +46,8 @@ struct {
 
 /*
  * decrement_ttl decrements the TTL (IPv4, updating the header checksum
- * as the kernel's ip_decrease_ttl does) or hop limit (IPv6) of skb's
+ * as the kernel's ip_decrease_ttl does) or hop limit (IPv6, updating the
+ * skb's packet checksum, if it has one) of skb's
  * packet, which parse_flow found to be of family. It returns 0, or -1 and
  * changes nothing when the packet must not be forwarded: a TTL or hop
  * limit of 0 or 1, or headers no longer in the linear data.
@@ -71,7 +72,14 @@ static __always_inline int decrement_ttl(struct __sk_buff *skb, __u8 family)
 	}
 	if ((void *)(ip + IPV6_HLEN) > data_end || ip[7] <= 1)
 		return -1;
-	ip[7]--;
+	/* IPv6 has no header checksum, but a received skb may carry the
+	 * device's checksum of the whole packet (CHECKSUM_COMPLETE), which a
+	 * new hop limit would make wrong for whoever validates with it (a
+	 * veth into another namespace passes it on): the helper updates it.
+	 * (In IPv4 the header's sum, checksum included, does not change.) */
+	__u8 hop_limit = ip[7] - 1;
+	if (bpf_skb_store_bytes(skb, ETH_HLEN + 7, &hop_limit, 1, BPF_F_RECOMPUTE_CSUM) != 0)
+		return -1;
 	return 0;
 }
 

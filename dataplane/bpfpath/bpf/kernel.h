@@ -36,6 +36,9 @@ typedef __u32 __wsum;
  * TCX_NEXT: the next program, or the stack. */
 #define TC_ACT_UNSPEC (-1)
 
+/* bpf_skb_store_bytes's flag: update skb->csum (CHECKSUM_COMPLETE). */
+#define BPF_F_RECOMPUTE_CSUM (1ULL << 0)
+
 /* skb->pkt_type (include/uapi/linux/if_packet.h): addressed to this host
  * at layer 2. */
 #define PACKET_HOST 0
