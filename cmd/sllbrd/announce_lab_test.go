@@ -21,26 +21,38 @@ import (
 // TestIntegrationVIPAnnouncedAfterItsReturnPath: when sllbrd's BGP session
 // with BIRD comes up, BIRD's default route and sllbrd's VIPs cross on the
 // wire. The gateway routes a VIP to the SLLBR as soon as the announcement
-// arrives, so sllbrd must have programmed the gateway into its return table
-// before it announces: until then the kernel drops the traffic to the VIP
-// (rp_filter's lookup from the VIP finds only the blackhole). Pings flood
-// the VIP from before sllbrd starts; the kernels' own route notifications
-// give the order of the two routes in each family, and the SLLBR's
-// reverse-path drop counter must not move while it forwards the flood.
+// arrives, so sllbrd must have programmed a gateway of the VIP's family into
+// its return table before it announces: until then the kernel drops the
+// traffic to the VIP (rp_filter's lookup from the VIP finds only the
+// blackhole). First BIRD sends no default route: with its sessions up,
+// sllbrd has no return path, and the gateway must never route a VIP to it.
+// Then BIRD sends one: the VIPs are routed to the SLLBR once its return
+// path is there, and the SLLBR's reverse-path drop counter does not move
+// while a ping flood (from before the restart) goes through it. The order
+// of the two routes by the kernels' notifications is logged: two monitor
+// processes' read times cannot order events less than a scheduling delay
+// apart on a loaded machine.
 func TestIntegrationVIPAnnouncedAfterItsReturnPath(t *testing.T) {
 	require.Programs(t, "ping", "ip")
 	l := labSetup(t, 1)
 	cfg := l.DefaultBIRDConfig()
 	cfg.BFD = &lab.BFDConfig{MinRx: 300 * time.Millisecond, MinTx: 300 * time.Millisecond, Multiplier: 5}
-	startBIRD(t, l, cfg)
+	cfg.NoDefault = true
+	noDefault := startBIRD(t, l, cfg)
 	lb := []netip.Addr{lab.LBGatewaySide(1).V4.Addr(), lab.LBGatewaySide(1).V6.Addr()}
 	gw := []netip.Addr{lab.GatewayAddrs().V4.Addr(), lab.GatewayAddrs().V6.Addr()}
 	vips := []netip.Addr{vip4, vip6}
-	for i := range vips {
-		if gwRoutes(t, l, vips[i], lb[i]) {
-			t.Fatalf("the gateway routes %v via the SLLBR before sllbrd runs", vips[i])
+	_, inst := startUnready(t, l, e2e.Config{Routers: seedRouters, Services: allTargets, Routes: webRoute})
+	waitFor(t, 20*time.Second, "both BGP sessions up (BIRD sending no default route)", func() bool { return sessionsUp(t, inst) == 2 })
+	neverWithin(t, 3*time.Second, "the gateway routes a VIP to an SLLBR that has no return path", func() bool {
+		return gwRoutes(t, l, vips[0], lb[0]) || gwRoutes(t, l, vips[1], lb[1])
+	})
+	for i := range gw {
+		if returnPathVia(t, l, gw[i]) {
+			t.Fatalf("the return path has %v though BIRD sends no default route", gw[i])
 		}
 	}
+	t.Logf("BGP up without a default route: for 3 s no VIP routed to the SLLBR")
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -49,9 +61,10 @@ func TestIntegrationVIPAnnouncedAfterItsReturnPath(t *testing.T) {
 	rpDrops := tcpExt(t, l, lab.LBName(1), "IPReversePathFilter")
 	forwarded := netCounter(t, l, lab.LBName(1), "/proc/net/snmp", "Ip:", "ForwDatagrams")
 	var pings sync.WaitGroup
-	// Every 200 µs (the window is a millisecond or two), 300,000 and a
-	// minute at most: the test ends it earlier. No deadline (-w): with one, ping ends at the
-	// first error (the gateway's unreachable, before the VIP is routed).
+	// Every 200 µs (the window was a millisecond or two), 300,000 and a
+	// minute at most: the test ends it earlier. No deadline (-w): with one,
+	// ping ends at the first error (the gateway's unreachable, before the
+	// VIP is routed).
 	for _, vip := range vips {
 		pings.Go(func() {
 			out, err := l.Exec(ctx, lab.ClientNode, "ping", "-q", "-n", "-i", "0.0002", "-c", "300000", vip.String())
@@ -62,9 +75,13 @@ func TestIntegrationVIPAnnouncedAfterItsReturnPath(t *testing.T) {
 	}
 	defer pings.Wait()
 
-	startInstances(t, l, e2e.Config{Routers: seedRouters, Services: allTargets, Routes: webRoute}, 1)
+	if err := noDefault.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.NoDefault = false
+	startBIRD(t, l, cfg)
 	for i := range vips {
-		waitFor(t, 20*time.Second, fmt.Sprintf("BIRD routes %v via sllbrd", vips[i]), func() bool { return gwRoutes(t, l, vips[i], lb[i]) })
+		waitFor(t, 30*time.Second, fmt.Sprintf("BIRD routes %v via sllbrd", vips[i]), func() bool { return gwRoutes(t, l, vips[i], lb[i]) })
 		waitFor(t, 10*time.Second, "return path via the gateway", func() bool { return returnPathVia(t, l, gw[i]) })
 	}
 	time.Sleep(time.Second) // the flood goes on through the SLLBR
@@ -76,20 +93,11 @@ func TestIntegrationVIPAnnouncedAfterItsReturnPath(t *testing.T) {
 		announced, ok := firstRoute(gwEvents, func(r string) bool {
 			return strings.HasPrefix(r, vip.String()+" ") && strings.Contains(r, "via "+lb[i].String())
 		})
-		if !ok {
-			t.Fatalf("the gateway's kernel never said it routes %v via %v:\n%s", vip, lb[i], strings.Join(gwEvents, "\n"))
-		}
-		programmed, ok := firstRoute(lbEvents, func(r string) bool {
+		programmed, ok2 := firstRoute(lbEvents, func(r string) bool {
 			return strings.HasPrefix(r, "default via "+gw[i].String()+" ") && strings.Contains(r, fmt.Sprintf("table %d ", dataplane.ReturnTable))
 		})
-		if !ok {
-			t.Fatalf("the SLLBR's kernel never said its return table routes via %v:\n%s", gw[i], strings.Join(lbEvents, "\n"))
-		}
-		if !programmed.Before(announced) {
-			t.Errorf("%v: the gateway routed the VIP to the SLLBR at %s, %v before the SLLBR's return table had the gateway (%s): traffic to the VIP is dropped in between",
-				vip, announced.Format(monitorTime), programmed.Sub(announced), programmed.Format(monitorTime))
-		} else {
-			t.Logf("%v: return path programmed %v before the gateway routed the VIP to the SLLBR", vip, announced.Sub(programmed))
+		if ok && ok2 {
+			t.Logf("%v: the SLLBR's return route notified %v before the gateway's route to the VIP (by the monitors' read times)", vip, announced.Sub(programmed))
 		}
 	}
 	fwd := netCounter(t, l, lab.LBName(1), "/proc/net/snmp", "Ip:", "ForwDatagrams") - forwarded
