@@ -36,7 +36,7 @@ func TestIntegrationVIPAnnouncedAfterItsReturnPath(t *testing.T) {
 	require.Programs(t, "ping", "ip")
 	l := labSetup(t, 1)
 	cfg := l.DefaultBIRDConfig()
-	cfg.BFD = &lab.BFDConfig{MinRx: 300 * time.Millisecond, MinTx: 300 * time.Millisecond, Multiplier: 5}
+	cfg.BFD = seedBFD()
 	cfg.NoDefault = true
 	noDefault := startBIRD(t, l, cfg)
 	lb := []netip.Addr{lab.LBGatewaySide(1).V4.Addr(), lab.LBGatewaySide(1).V6.Addr()}

@@ -21,6 +21,11 @@ import (
 // The seed's BFD timers: 300 ms x 5.
 const detectionTime = 5 * 300 * time.Millisecond
 
+// seedBFD is a BIRD BFD configuration with the seed's timers.
+func seedBFD() *lab.BFDConfig {
+	return &lab.BFDConfig{MinRx: 300 * time.Millisecond, MinTx: 300 * time.Millisecond, Multiplier: 5}
+}
+
 var seedRouters = []e2e.Router{
 	{Name: "gateway-a-v4", Address: "169.254.100.150", Spec: e2e.SeedBGP},
 	{Name: "gateway-a-v6", Address: "fd00:169::150", Spec: e2e.SeedBGP},
@@ -127,7 +132,7 @@ func returnPathVia(t *testing.T, l *lab.Lab, gw netip.Addr) bool {
 func TestIntegrationBIRDGateway(t *testing.T) {
 	l := labSetup(t, 1)
 	cfg := l.DefaultBIRDConfig()
-	cfg.BFD = &lab.BFDConfig{MinRx: 300 * time.Millisecond, MinTx: 300 * time.Millisecond, Multiplier: 5}
+	cfg.BFD = seedBFD()
 	b := startBIRD(t, l, cfg)
 	_, insts := startInstances(t, l, e2e.Config{Routers: seedRouters, Services: allTargets, Routes: webRoute}, 1)
 	lb := []netip.Addr{lab.LBGatewaySide(1).V4.Addr(), lab.LBGatewaySide(1).V6.Addr()}
@@ -254,7 +259,7 @@ func TestIntegrationBIRDGatewayDeleted(t *testing.T) {
 	require.Lab(t)
 	l := labSetup(t, 1)
 	cfg := l.DefaultBIRDConfig()
-	cfg.BFD = &lab.BFDConfig{MinRx: 300 * time.Millisecond, MinTx: 300 * time.Millisecond, Multiplier: 5}
+	cfg.BFD = seedBFD()
 	b := startBIRD(t, l, cfg)
 	config := e2e.Config{Routers: seedRouters, Services: allTargets, Routes: webRoute}
 	dir, insts := startInstances(t, l, config, 1)

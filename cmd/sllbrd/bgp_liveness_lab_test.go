@@ -23,7 +23,7 @@ import (
 func TestIntegrationLivenessWithdrawsVIPs(t *testing.T) {
 	l := labSetup(t, 2)
 	cfg := l.DefaultBIRDConfig()
-	cfg.BFD = &lab.BFDConfig{MinRx: 300 * time.Millisecond, MinTx: 300 * time.Millisecond, Multiplier: 5}
+	cfg.BFD = seedBFD()
 	startBIRD(t, l, cfg)
 	_, insts := startInstances(t, l, e2e.Config{Routers: seedRouters, Services: allTargets, Routes: webRoute}, 1, 2)
 	vips := []netip.Addr{vip4, vip6}

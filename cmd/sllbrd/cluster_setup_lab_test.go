@@ -133,7 +133,7 @@ func newClusterWith(t *testing.T, o clusterOptions) *cluster {
 	c.dyn = installController(ctx, t, c.cp, c.kube, clusterNS)
 	c.applySeed()
 	cfg := l.DefaultBIRDConfig() // all three LBs as neighbours
-	cfg.BFD = &lab.BFDConfig{MinRx: 300 * time.Millisecond, MinTx: 300 * time.Millisecond, Multiplier: 5}
+	cfg.BFD = seedBFD()
 	c.bird, c.birdCfg = startBIRD(t, l, cfg), cfg
 	for _, lb := range l.LBs() {
 		if err := l.InstallVIPCounters(ctx, lb, l.VIPs()); err != nil {

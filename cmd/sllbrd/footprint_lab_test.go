@@ -109,7 +109,7 @@ func TestIntegrationFootprint(t *testing.T) {
 	require.Programs(t, "bird")
 	l := labSetup(t, 1)
 	cfg := l.DefaultBIRDConfig()
-	cfg.BFD = &lab.BFDConfig{MinRx: 300 * time.Millisecond, MinTx: 300 * time.Millisecond, Multiplier: 5}
+	cfg.BFD = seedBFD()
 	startBIRD(t, l, cfg)
 	kubeconfig := startFootprintAPIServer(t, l)
 	examples, err := filepath.Abs(filepath.Join(deployDir, "examples"))

@@ -210,10 +210,7 @@ func checkTimeline(t *testing.T, what string, tl timeline, s *askStream, faultAt
 // everyFlowHome reports whether every flow's last answer is from where it
 // started and came after since.
 func everyFlowHome(s *askStream, answers []answer, since time.Time) bool {
-	last := make(map[int]answer, len(s.flows))
-	for _, a := range answers {
-		last[a.flow] = a
-	}
+	last := lastAnswers(answers)
 	for i, f := range s.flows {
 		if a, ok := last[i]; !ok || a.target != f.start || !a.at.After(since) {
 			return false
@@ -225,15 +222,21 @@ func everyFlowHome(s *askStream, answers []answer, since time.Time) bool {
 // checkLastAnswers: at the end, every flow is answered by where it started.
 func checkLastAnswers(t *testing.T, s *askStream, answers []answer, dead string) {
 	t.Helper()
-	last := map[int]string{}
-	for _, a := range answers {
-		last[a.flow] = a.target
-	}
+	last := lastAnswers(answers)
 	for i, f := range s.flows {
-		if last[i] != f.start {
-			t.Errorf("flow from %v port %d: last answered by %q, want %s as at the start", f.vip, f.port, last[i], f.start)
+		if last[i].target != f.start {
+			t.Errorf("flow from %v port %d: last answered by %q, want %s as at the start", f.vip, f.port, last[i].target, f.start)
 		}
 	}
+}
+
+// lastAnswers returns each flow's last answer, by flow index.
+func lastAnswers(answers []answer) map[int]answer {
+	last := map[int]answer{}
+	for _, a := range answers {
+		last[a.flow] = a
+	}
+	return last
 }
 
 // checkExplained: each rerouted flow went to the target `sllbrd explain`

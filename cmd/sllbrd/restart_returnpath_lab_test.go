@@ -26,7 +26,7 @@ func TestIntegrationRestartKeepsTheReturnPath(t *testing.T) {
 	require.Programs(t, "ip")
 	l := labSetup(t, 1)
 	cfg := l.DefaultBIRDConfig()
-	cfg.BFD = &lab.BFDConfig{MinRx: 300 * time.Millisecond, MinTx: 300 * time.Millisecond, Multiplier: 5}
+	cfg.BFD = seedBFD()
 	startBIRD(t, l, cfg)
 	dir, insts := startInstances(t, l, e2e.Config{Routers: seedRouters, Services: allTargets, Routes: webRoute}, 1)
 	lb := []netip.Addr{lab.LBGatewaySide(1).V4.Addr(), lab.LBGatewaySide(1).V6.Addr()}

@@ -35,14 +35,20 @@ func (l *returnPathLatch) observe(routers []model.Router, gateways []route.Nexth
 // covers reports whether gateways hold an address of each family routers
 // have (none: nothing to wait for).
 func covers(gateways []route.Nexthop, routers []model.Router) bool {
-	var want, have [2]bool
+	var want [2]bool
 	for _, r := range routers {
 		want[family(r.Address)] = true
 	}
+	have := families(gateways)
+	return (!want[0] || have[0]) && (!want[1] || have[1])
+}
+
+// families reports which families (index family) gateways hold an address of.
+func families(gateways []route.Nexthop) (have [2]bool) {
 	for _, g := range gateways {
 		have[family(g.Addr)] = true
 	}
-	return (!want[0] || have[0]) && (!want[1] || have[1])
+	return have
 }
 
 func family(a netip.Addr) int {
@@ -70,10 +76,7 @@ func (l *returnPathLatch) ready() (bool, string) {
 // a session comes up, so announcing earlier loses the packets of the
 // milliseconds the apply takes.
 func withReturnPath(vips []netip.Addr, gateways []route.Nexthop) ([]netip.Addr, int) {
-	var have [2]bool
-	for _, g := range gateways {
-		have[family(g.Addr)] = true
-	}
+	have := families(gateways)
 	kept := make([]netip.Addr, 0, len(vips))
 	for _, v := range vips {
 		if have[family(v)] {
@@ -113,10 +116,7 @@ func newAdoptedPath(hops []route.Nexthop, now time.Time) *adoptedPath {
 // merge returns live, the gateways of this run, with the adopted ones of
 // each family live has none of, until the hold ends.
 func (p *adoptedPath) merge(live []route.Nexthop, now time.Time) []route.Nexthop {
-	var have [2]bool
-	for _, g := range live {
-		have[family(g.Addr)] = true
-	}
+	have := families(live)
 	out := slices.Clip(live) // appending never writes into the caller's array
 	for fam := range p.hops {
 		if have[fam] || !now.Before(p.until) {

@@ -57,7 +57,7 @@ func TestIntegrationNotReadyUntilReturnPath(t *testing.T) {
 
 	// BIRD starts: ready once both families' gateways are in the return path.
 	cfg := l.DefaultBIRDConfig()
-	cfg.BFD = &lab.BFDConfig{MinRx: 300 * time.Millisecond, MinTx: 300 * time.Millisecond, Multiplier: 5}
+	cfg.BFD = seedBFD()
 	birdStart := time.Now()
 	b := startBIRD(t, l, cfg)
 	birdUp := time.Since(birdStart)

@@ -179,15 +179,16 @@ func (rc *Reconciler) flushNeighbours(old, new Route) []error {
 }
 
 // Gateways returns the hops of the gateway route (GatewayMetric, not a
-// blackhole) the kernel holds in table, per family: what a previous run
-// left as the return path. It lists the kernel and changes nothing.
+// blackhole) the kernel holds in table, one of ours, per family: what a
+// previous run left as the return path. It changes nothing; the listing it
+// makes serves the next Add.
 func (rc *Reconciler) Gateways(table uint32) ([]tableroute.Hop, error) {
-	routes, err := rc.kernel.Routes()
+	have, err := rc.observe()
 	if err != nil {
-		return nil, fmt.Errorf("list routes: %w", err)
+		return nil, err
 	}
 	var hops []tableroute.Hop
-	for _, r := range routes {
+	for _, r := range have.routes {
 		if r.Table == table && r.Metric == GatewayMetric && !r.Blackhole {
 			hops = append(hops, r.Hops...)
 		}
