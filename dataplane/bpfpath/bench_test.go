@@ -95,7 +95,7 @@ func BenchmarkAct(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			var hops []NextHop
 			if tc.hop {
-				hops = []NextHop{{Mark: want.Mark, Via: netip.MustParseAddr("10.9.0.1"), Ifindex: 7}}
+				hops = []NextHop{{Mark: want.Mark, Via: netip.MustParseAddr("10.9.0.1"), Ifindex: 7, MTU: 1500}}
 			}
 			if err := d.SetNextHops(hops); err != nil {
 				b.Fatal(err)

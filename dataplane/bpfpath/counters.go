@@ -42,11 +42,16 @@ const (
 	// forwards from (0/8, 127/8, multicast, broadcast; ::, ::1, IPv4-mapped,
 	// link-local, multicast): the mark set, to the stack, which drops it.
 	ActionMartianSource = Action(ingressActionACTION_MARTIAN_SOURCE)
+	// ActionTooBig: decided, but longer than its next hop's MTU (NextHop.MTU;
+	// of a GSO skb, a segment longer): the mark set, to the stack
+	// unchanged, which sends ICMP fragmentation needed (IPv4 with DF) or
+	// packet too big (IPv6), or fragments it (IPv4 without DF).
+	ActionTooBig = Action(ingressActionACTION_TOO_BIG)
 
 	numActions = int(ingressActionACTION_COUNT)
 )
 
-var actionNames = [numActions]string{"punt", "mark", "ttl-exceeded", "redirect", "martian-source"}
+var actionNames = [numActions]string{"punt", "mark", "ttl-exceeded", "redirect", "martian-source", "too-big"}
 
 // String returns a short lower-case name, usable as a metric label.
 func (a Action) String() string {

@@ -87,8 +87,8 @@
 //     (PACKET_HOST: the kernel forwards no other) gets its endpoint's
 //     fwmark in skb->mark, the mark the kernel path sets, and is counted;
 //     then, when its endpoint (mark) has a next hop of the packet's family
-//     (SetNextHops) and its TTL or hop limit is above 1, the program
-//     decrements it (updating the IPv4 header checksum as the kernel's
+//     (SetNextHops), its TTL or hop limit is above 1 and it fits the next
+//     hop's MTU (below), the program decrements it (updating the IPv4 header checksum as the kernel's
 //     ip_decrease_ttl does, or in IPv6 the skb's CHECKSUM_COMPLETE sum)
 //     and redirects the packet with
 //     bpf_redirect_neigh to that next hop on that interface (the kernel
@@ -99,10 +99,20 @@
 //     mark; with TTL or hop limit 1 or 0, the stack's forwarding sends
 //     ICMP time exceeded; from a source the kernel never forwards from
 //     (bpf/martian.h: 0/8, 127/8, multicast and broadcast; ::, ::1,
-//     IPv4-mapped, link-local and multicast), the stack drops it. Reverse
-//     path filtering (rp_filter) is not done for redirected packets. The egress interface's MTU is not checked: the
-//     next hop's link must take what the ingress link carries (the stack
-//     would send ICMP fragmentation needed; the redirect drops).
+//     IPv4-mapped, link-local and multicast), the stack drops it; longer
+//     than the next hop's MTU (ActionTooBig), the stack sends ICMP
+//     fragmentation needed (IPv4 with DF) or packet too big (IPv6), or
+//     fragments it (IPv4 without DF). Reverse path filtering (rp_filter)
+//     is not done for redirected packets.
+//   - The MTU (NextHop.MTU, the egress interface's; 0, not known, fits
+//     nothing) is judged as the kernel's forwarding judges it
+//     (ip_exceeds_mtu, ip6_pkt_too_big): a packet fits when its IP length
+//     is at most the MTU or, of a GSO skb (gso_size set: GRO aggregated,
+//     or a local socket's TSO or UDP GSO through a veth), when each
+//     segment's is: IP header, transport header (TCP's by its data
+//     offset, 8 bytes otherwise) and gso_size. A segment length it cannot
+//     know (GSO_BY_FRAGS, a TCP header beyond the linear data) is too big:
+//     the stack judges it. The TTL is checked first, as the kernel does.
 //   - A run without an ingress device (skb->ingress_ifindex 0, which only
 //     BPF_PROG_TEST_RUN gives) is only reported, never acted on: Explain
 //     marks, counts and redirects nothing.
@@ -126,7 +136,7 @@
 //     interface, Detach and Close detach it. The link is this process's:
 //     pinning it and adopting it after a restart is not done yet.
 //   - The object's license is the repository's (Apache-2.0), so the kernel
-//     refuses it GPL-only helpers: bpf_fib_lookup is one, bpf_redirect_neigh
-//     is not (both checked on 6.18); forwarding takes the next hop from a
-//     map that SetNextHops fills (docs/bpf.md).
+//     refuses it GPL-only helpers: bpf_fib_lookup and bpf_check_mtu are,
+//     bpf_redirect_neigh is not (checked on 6.18); forwarding takes the
+//     next hop and its MTU from a map that SetNextHops fills (docs/bpf.md).
 package bpfpath

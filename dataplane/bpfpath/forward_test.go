@@ -79,7 +79,13 @@ type linkRun struct {
 
 func runOnLink(t testing.TB, d *Datapath, frame []byte) linkRun {
 	t.Helper()
-	in := skbContext{IngressIfindex: 1}
+	return runOnLinkWith(t, d, frame, skbContext{IngressIfindex: 1})
+}
+
+// runOnLinkWith runs frame with the context in (an ingress device, and
+// for a GSO skb its GSOSize and GSOSegs).
+func runOnLinkWith(t testing.TB, d *Datapath, frame []byte, in skbContext) linkRun {
+	t.Helper()
 	var ctx skbContext
 	opts := &ebpf.RunOptions{Data: frame, DataOut: make([]byte, len(frame)+256), Context: in, ContextOut: &ctx}
 	ret, err := d.objs.SllbrdIngress.Run(opts)
@@ -100,13 +106,26 @@ func forwardSetup(t *testing.T) (*Datapath, service) {
 	}
 	var hops []NextHop
 	for slot := range 9 {
-		hops = append(hops, NextHop{Mark: testMark(slot), Via: netip.AddrFrom4([4]byte{10, 9, 0, byte(slot)}), Ifindex: 7},
-			NextHop{Mark: testMark(slot), Via: netip.AddrFrom16([16]byte{0xfd, 9, 15: byte(slot)}), Ifindex: 7})
+		hops = append(hops, NextHop{Mark: testMark(slot), Via: netip.AddrFrom4([4]byte{10, 9, 0, byte(slot)}), Ifindex: 7, MTU: 1500},
+			NextHop{Mark: testMark(slot), Via: netip.AddrFrom16([16]byte{0xfd, 9, 15: byte(slot)}), Ifindex: 7, MTU: 1500})
 	}
 	if err := d.SetNextHops(hops); err != nil {
 		t.Fatal(err)
 	}
 	return d, svc
+}
+
+// portToSlot9 returns a source port p whose packet frame(p) svc decides
+// for slot 9 (toNine) or for another slot.
+func portToSlot9(t *testing.T, svc service, toNine bool, frame func(p uint16) []byte) uint16 {
+	t.Helper()
+	for p := uint16(1000); p < 60000; p++ {
+		if want, _ := expect(frame(p), svc); want.Status == StatusDecided && (want.Slot == 9) == toNine {
+			return p
+		}
+	}
+	t.Fatal("no such port")
+	return 0
 }
 
 // TestIntegrationForwardRewrites: a decided packet whose endpoint has a
@@ -189,14 +208,9 @@ func TestIntegrationForwardHandsToStack(t *testing.T) {
 	// A source port whose flow goes to slot 9 (no next hop), and one whose
 	// flow goes elsewhere, in each family.
 	port := func(src netip.Addr, vip netip.Addr, toNine bool) uint16 {
-		for p := uint16(1000); p < 60000; p++ {
-			want, _ := expect(hostFrame(netip.AddrPortFrom(src, p), netip.AddrPortFrom(vip, 53), 64, 0, 0), svc)
-			if want.Status == StatusDecided && (want.Slot == 9) == toNine {
-				return p
-			}
-		}
-		t.Fatal("no such port")
-		return 0
+		return portToSlot9(t, svc, toNine, func(p uint16) []byte {
+			return hostFrame(netip.AddrPortFrom(src, p), netip.AddrPortFrom(vip, 53), 64, 0, 0)
+		})
 	}
 	type tc struct {
 		name   string
@@ -402,6 +416,7 @@ func TestSetNextHopsRefuses(t *testing.T) {
 	}{
 		"no address":           {[]NextHop{{Mark: 1, Ifindex: 2}}, "want a valid address"},
 		"no interface":         {[]NextHop{{Mark: 1, Via: via}}, "interface index of at least 1"},
+		"a negative MTU":       {[]NextHop{{Mark: 1, Via: via, Ifindex: 2, MTU: -1}}, "want an MTU of 0"},
 		"two of a mark/family": {[]NextHop{{Mark: 1, Via: via, Ifindex: 2}, {Mark: 1, Via: netip.MustParseAddr("::ffff:10.0.0.2"), Ifindex: 3}}, "two next hops of mark 0x1, IPv4"},
 	} {
 		if err := d.SetNextHops(tc.hops); err == nil || !strings.Contains(err.Error(), tc.want) {

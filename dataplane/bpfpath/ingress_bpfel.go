@@ -21,7 +21,8 @@ const (
 	ingressActionACTION_TTL_EXCEEDED   ingressAction = 2
 	ingressActionACTION_REDIRECT       ingressAction = 3
 	ingressActionACTION_MARTIAN_SOURCE ingressAction = 4
-	ingressActionACTION_COUNT          ingressAction = 5
+	ingressActionACTION_TOO_BIG        ingressAction = 5
+	ingressActionACTION_COUNT          ingressAction = 6
 )
 
 type ingressCidr struct {
@@ -46,6 +47,7 @@ type ingressNextHop struct {
 	_       structs.HostLayout
 	Family  uint32
 	Ifindex uint32
+	Mtu     uint32
 	Addr    [4]uint32
 }
 

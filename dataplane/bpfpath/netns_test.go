@@ -290,14 +290,14 @@ func TestIntegrationThroughNamespaces(t *testing.T) {
 	if _, err := d.Configure(labInput(t)); err != nil {
 		t.Fatal(err)
 	}
-	var l1 int
+	var l1, mtu int
 	var a *Attachment
 	netns.DoOrFail(t, lb, func() error {
 		ifc, err := net.InterfaceByName("l1")
 		if err != nil {
 			return err
 		}
-		l1 = ifc.Index
+		l1, mtu = ifc.Index, ifc.MTU
 		if _, err := d.Attach("nosuch0"); err == nil || !strings.Contains(err.Error(), `interface "nosuch0"`) {
 			return fmt.Errorf("attaching to a missing interface: %v, want an error naming it", err)
 		}
@@ -305,7 +305,7 @@ func TestIntegrationThroughNamespaces(t *testing.T) {
 		return err
 	})
 	t.Cleanup(func() { _ = a.Detach() })
-	if err := d.SetNextHops([]NextHop{{Mark: labMark, Via: labTarget4, Ifindex: l1}, {Mark: labMark, Via: labTarget6, Ifindex: l1}}); err != nil {
+	if err := d.SetNextHops([]NextHop{{Mark: labMark, Via: labTarget4, Ifindex: l1, MTU: mtu}, {Mark: labMark, Via: labTarget6, Ifindex: l1, MTU: mtu}}); err != nil {
 		t.Fatal(err)
 	}
 	rx4, rx6 := listen(t, target, labVIP4), listen(t, target, labVIP6)

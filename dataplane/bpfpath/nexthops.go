@@ -21,6 +21,16 @@ type NextHop struct {
 	Mark    uint32
 	Via     netip.Addr
 	Ifindex int
+	// MTU is the interface's MTU (net.Interface.MTU), the largest IP
+	// packet the program redirects to it: a longer one (of a GSO skb, a
+	// longer segment) goes to the stack, marked, which sends ICMP
+	// fragmentation needed or packet too big, or fragments an IPv4
+	// packet without DF (ActionTooBig). 0 means not known: nothing fits,
+	// so the program redirects none of this next hop's packets and the
+	// stack forwards them all (fail-safe, not fast). The caller updates it
+	// (SetNextHops again) when the interface's MTU changes; a route's own
+	// MTU (ip route ... mtu) is not considered.
+	MTU int
 }
 
 // SetNextHops makes hops the program's next hops, replacing the previous
@@ -29,13 +39,16 @@ type NextHop struct {
 // handed to the stack. Each next hop is replaced whole (a packet sees the
 // old or the new one); unchanged ones are not rewritten. It fails, with
 // nothing written, on two next hops of one mark and family, an invalid
-// Via, or an Ifindex below 1; a kernel error part-way leaves what was
-// written so far, and the next call completes it.
+// Via, an Ifindex below 1 or a negative MTU; a kernel error part-way
+// leaves what was written so far, and the next call completes it.
 func (d *Datapath) SetNextHops(hops []NextHop) error {
 	want := map[ingressEndpointKey]ingressNextHop{}
 	for _, h := range hops {
 		if !h.Via.IsValid() || h.Ifindex < 1 || h.Ifindex > 1<<31-1 {
 			return fmt.Errorf("bpfpath: next hop %+v: want a valid address and an interface index of at least 1", h)
+		}
+		if h.MTU < 0 || h.MTU > 1<<31-1 {
+			return fmt.Errorf("bpfpath: next hop %+v: want an MTU of 0 (not known) or more", h)
 		}
 		via := h.Via.Unmap()
 		fam, af := uint32(6), uint32(unix.AF_INET6)
@@ -46,7 +59,7 @@ func (d *Datapath) SetNextHops(hops []NextHop) error {
 		if _, ok := want[k]; ok {
 			return fmt.Errorf("bpfpath: two next hops of mark %#x, IPv%d", h.Mark, fam)
 		}
-		want[k] = ingressNextHop{Family: af, Ifindex: uint32(h.Ifindex), Addr: words(via)}
+		want[k] = ingressNextHop{Family: af, Ifindex: uint32(h.Ifindex), Mtu: uint32(h.MTU), Addr: words(via)}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -94,3 +94,24 @@ func TestActionNames(t *testing.T) {
 		t.Errorf("Action(%d) = %q", numActions, got)
 	}
 }
+
+// TestSkbContextLayout: skbContext's fields sit at struct __sk_buff's
+// offsets (include/uapi/linux/bpf.h), as bpf/kernel.h's assertions pin
+// them on the C side.
+func TestSkbContextLayout(t *testing.T) {
+	var c skbContext
+	for name, got := range map[string][2]uintptr{
+		"mark":            {unsafe.Offsetof(c.Mark), 8},
+		"ingress_ifindex": {unsafe.Offsetof(c.IngressIfindex), 36},
+		"cb":              {unsafe.Offsetof(c.CB), 48},
+		"gso_segs":        {unsafe.Offsetof(c.GSOSegs), 164},
+		"gso_size":        {unsafe.Offsetof(c.GSOSize), 176},
+	} {
+		if got[0] != got[1] {
+			t.Errorf("%s at offset %d, want %d", name, got[0], got[1])
+		}
+	}
+	if n := unsafe.Sizeof(c); n < 192 {
+		t.Errorf("skbContext is %d bytes, shorter than the kernel's struct (192 in 6.18)", n)
+	}
+}

@@ -78,14 +78,21 @@ type Result struct {
 // than the kernel's struct (192 bytes in 6.18), which the kernel accepts
 // when the excess is zero, and must be: the kernel refuses to copy out a
 // context into a shorter buffer. Of the fields before CB, the kernel takes
-// Mark, Priority, IngressIfindex and Ifindex in; the others must be zero.
+// Mark, Priority, IngressIfindex and Ifindex in; after it, GSOSegs and
+// GSOSize (and tstamp, wire_len, hwtstamp); the others must be zero.
 type skbContext struct {
 	Len, PktType, Mark, QueueMapping, Protocol, VlanPresent, VlanTCI, VlanProto, Priority uint32
 	// IngressIfindex is the device the packet came in on: 0 (none) for
 	// Explain, whose runs the program only reports (bpf/forward.h).
 	IngressIfindex, Ifindex, TCIndex uint32
 	CB                               [5]uint32
-	_                                [47]uint32 // hash .. the end, and spare
+	_                                [24]uint32 // hash .. wire_len (offsets 68-163)
+	// GSOSegs and GSOSize are the skb's (offsets 164 and 176): a GSO skb
+	// has a GSOSize, the payload of each segment.
+	GSOSegs uint32
+	_       [2]uint32 // sk
+	GSOSize uint32
+	_       [19]uint32 // tstamp_type .. the end, and spare
 }
 
 // result decodes result.h's layout: cb[0] holds the status (bits 0-7),

@@ -39,7 +39,12 @@ enum action {
 	/* Decided, a next hop, but a source the kernel never forwards from
 	 * (martian.h): the mark set, to the stack unchanged, which drops it. */
 	ACTION_MARTIAN_SOURCE = 4,
-	ACTION_COUNT = 5,
+	/* Decided, a next hop, but the packet (or, of a GSO skb, a segment)
+	 * is longer than the next hop's MTU: the mark set, to the stack
+	 * unchanged, which sends ICMP fragmentation needed or packet too big,
+	 * or fragments an IPv4 packet without DF. */
+	ACTION_TOO_BIG = 5,
+	ACTION_COUNT = 6,
 };
 
 /* A route's counters at the index Configure gives it (struct route's

@@ -2,9 +2,9 @@
  * forward.h: acting on a decision. A decided packet gets its endpoint's
  * fwmark (what the kernel path sets; policy routing can forward it) and is
  * counted; when its endpoint has a next hop here, the program forwards it
- * itself: TTL or hop limit decremented (the IPv4 checksum updated), then
- * bpf_redirect_neigh to the next hop, past netfilter and the IP forwarding
- * path. Package bpfpath (nexthops.go) fills next_hops.
+ * itself when it fits the next hop's MTU: TTL or hop limit decremented (the
+ * IPv4 checksum updated), then bpf_redirect_neigh to the next hop, past
+ * netfilter and the IP forwarding path. Package bpfpath (nexthops.go) fills next_hops.
  */
 #ifndef SLLBRD_FORWARD_H
 #define SLLBRD_FORWARD_H
@@ -26,10 +26,12 @@ struct endpoint_key {
 
 /* Where an endpoint's packets of one family go: the next hop's family
  * (AF_INET or AF_INET6, struct bpf_redir_neigh's), its address as the
- * packet's bytes (IPv4 in addr[0]) and the interface's index. */
+ * packet's bytes (IPv4 in addr[0]), the interface's index and MTU (0: not
+ * known, so no packet fits and none is redirected). */
 struct next_hop {
 	__u32 family;
 	__u32 ifindex;
+	__u32 mtu;
 	__u32 addr[4];
 };
 
@@ -43,6 +45,66 @@ struct {
 	__type(key, struct endpoint_key);
 	__type(value, struct next_hop);
 } next_hops SEC(".maps");
+
+/* GSO_BY_FRAGS (include/linux/skbuff.h): a gso_size that says the
+ * segments are the skb's frag list (SCTP), of their own lengths. */
+#define GSO_BY_FRAGS 0xffff
+
+#define TCP_MIN_HLEN 20
+#define UDP_HLEN 8
+
+/*
+ * hop_limit returns the TTL (IPv4) or hop limit (IPv6) of skb's packet, of
+ * family, or 0 when its header is no longer in the linear data.
+ */
+static __always_inline __u8 hop_limit(struct __sk_buff *skb, __u8 family)
+{
+	__u8 *ip = (__u8 *)(long)skb->data + ETH_HLEN;
+	void *data_end = (void *)(long)skb->data_end;
+
+	if (family == 4)
+		return (void *)(ip + IPV4_MIN_HLEN) > data_end ? 0 : ip[8];
+	return (void *)(ip + IPV6_HLEN) > data_end ? 0 : ip[7];
+}
+
+/*
+ * too_big reports whether skb's packet f would not fit an interface of MTU
+ * mtu, as the kernel's forwarding path judges it (ip_exceeds_mtu,
+ * ip6_pkt_too_big): its IP length is above the MTU and, of a GSO skb (GRO
+ * aggregated, or a local socket's through a veth; gso_size is the payload
+ * of each segment), so is the IP length of a segment
+ * (skb_gso_validate_network_len): IP header, transport header (TCP's by
+ * its data offset; 8 bytes otherwise, as UDP's, which for the rest is
+ * never less than the kernel counts) and gso_size. A segment length it
+ * cannot know (GSO_BY_FRAGS, or a TCP header beyond the linear data) is
+ * too big: the stack judges it then. An MTU of 0 fits nothing.
+ */
+static __always_inline int too_big(struct __sk_buff *skb, const struct flow *f, __u32 mtu)
+{
+	if (f->ip_len <= mtu)
+		return 0;
+	__u32 gso = skb->gso_size;
+	if (gso == 0 || gso == GSO_BY_FRAGS)
+		return 1;
+	__u8 *ip = (__u8 *)(long)skb->data + ETH_HLEN;
+	void *data_end = (void *)(long)skb->data_end;
+	__u32 hlen = IPV6_HLEN;
+	if (f->family == 4) {
+		if ((void *)(ip + IPV4_MIN_HLEN) > data_end)
+			return 1;
+		hlen = (ip[0] & 0x0f) * 4;
+	}
+	__u32 thlen = UDP_HLEN;
+	if (f->proto == IPPROTO_TCP) {
+		__u8 *doff = ip + (hlen & 0x3f) + 12; /* data offset, in words */
+		if ((void *)(doff + 1) > data_end)
+			return 1;
+		thlen = (*doff >> 4) * 4;
+		if (thlen < TCP_MIN_HLEN)
+			return 1;
+	}
+	return hlen + thlen + gso > mtu;
+}
 
 /*
  * decrement_ttl decrements the TTL (IPv4, updating the header checksum
@@ -119,6 +181,15 @@ __noinline int act(struct __sk_buff *skb, const struct flow *f, const struct res
 	}
 	if (martian_source(f->family, f->src)) {
 		count_action(ACTION_MARTIAN_SOURCE, f->ip_len);
+		return TC_ACT_UNSPEC;
+	}
+	/* The kernel's order: TTL (time exceeded), then MTU. */
+	if (hop_limit(skb, f->family) <= 1) {
+		count_action(ACTION_TTL_EXCEEDED, f->ip_len);
+		return TC_ACT_UNSPEC;
+	}
+	if (too_big(skb, f, nh->mtu)) {
+		count_action(ACTION_TOO_BIG, f->ip_len);
 		return TC_ACT_UNSPEC;
 	}
 	struct bpf_redir_neigh p = {.nh_family = nh->family};

@@ -57,10 +57,10 @@ struct bpf_redir_neigh {
 };
 
 /*
- * struct __sk_buff (include/uapi/linux/bpf.h) up to data_end: the program
- * reads len, pkt_type, ingress_ifindex, data and data_end and writes mark
- * and cb. The verifier checks context
- * accesses by offset, so the rest of the kernel's struct is not needed.
+ * struct __sk_buff (include/uapi/linux/bpf.h) up to gso_size: the program
+ * reads len, pkt_type, ingress_ifindex, data, data_end and gso_size and
+ * writes mark and cb. The verifier checks context accesses by offset, so
+ * the rest of the kernel's struct is not needed.
  */
 struct __sk_buff {
 	__u32 len;
@@ -80,6 +80,21 @@ struct __sk_buff {
 	__u32 tc_classid;
 	__u32 data;
 	__u32 data_end;
+	__u32 napi_id;
+	__u32 family;
+	__u32 remote_ip4;
+	__u32 local_ip4;
+	__u32 remote_ip6[4];
+	__u32 local_ip6[4];
+	__u32 remote_port;
+	__u32 local_port;
+	__u32 data_meta;
+	__u64 flow_keys __attribute__((aligned(8))); /* a pointer (__bpf_md_ptr) */
+	__u64 tstamp;
+	__u32 wire_len;
+	__u32 gso_segs;
+	__u64 sk __attribute__((aligned(8))); /* a pointer (__bpf_md_ptr) */
+	__u32 gso_size;
 };
 
 _Static_assert(__builtin_offsetof(struct __sk_buff, mark) == 8, "__sk_buff mark");
@@ -87,6 +102,7 @@ _Static_assert(__builtin_offsetof(struct __sk_buff, ingress_ifindex) == 36, "__s
 _Static_assert(__builtin_offsetof(struct __sk_buff, cb) == 48, "__sk_buff cb");
 _Static_assert(__builtin_offsetof(struct __sk_buff, data) == 76, "__sk_buff data");
 _Static_assert(__builtin_offsetof(struct __sk_buff, data_end) == 80, "__sk_buff data_end");
+_Static_assert(__builtin_offsetof(struct __sk_buff, gso_size) == 176, "__sk_buff gso_size");
 
 /* libbpf's helper declarations and SEC/__uint macros (libbpf-dev), which
  * need the types above. */
