@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -69,8 +70,10 @@ type Programmer struct {
 	returnTable uint32
 	now         func() time.Time
 	retired     retiredRoutes
-	// kernel is set when packets are decided in the kernel (WithKernelPath).
+	// kernel is set when packets are decided in the kernel (WithKernelPath
+	// or WithBPFPath); bpf when the eBPF datapath decides ahead of it.
 	kernel *kernelPath
+	bpf    *bpfPath
 }
 
 // kernelPath is the kernel path's settings and its last programmed rules.
@@ -125,6 +128,9 @@ type Applied struct {
 	// Userspace lists what the kernel path leaves to userspace because its
 	// rules cannot express it (empty without the kernel path).
 	Userspace []string
+	// BPFPunted lists what the eBPF datapath leaves to the kernel path
+	// (beyond its limits, or not expressible in it yet).
+	BPFPunted []string
 	// RetireAt is when the grace period of a removed endpoint's routes
 	// ends: Apply must run again then to delete them (zero: none pending).
 	RetireAt time.Time
@@ -163,23 +169,40 @@ func (p *Programmer) Apply(st *model.State, gateways []route.Nexthop) (Applied, 
 	if !afterRules {
 		p.commit(plan)
 	}
-	ruleErr := errNoCatchAll
+	ruleErr, bpfErr := errNoCatchAll, error(nil)
 	if !errors.Is(addErr, route.ErrNoCatchAll) {
-		ruleErr = p.programRules(plan, &applied)
+		var in fastpath.Input
+		in, ruleErr = p.programRules(plan, &applied)
+		if ruleErr == nil && p.bpf != nil {
+			applied.BPFPunted, bpfErr = p.programBPF(in, endpoints, routerInterfaces(st))
+		}
 	}
 	if afterRules && ruleErr == nil {
 		p.commit(plan)
 	}
 	applied.RetireAt = p.retired.next()
 	var pruneErr error
-	if ruleErr == nil || p.kernel == nil {
-		// The kernel path's maps may still use the marks of removed
-		// endpoints when its rules failed: their routes stay until the
-		// rules are programmed.
+	if (ruleErr == nil && bpfErr == nil) || p.kernel == nil {
+		// The kernel path's maps, or the eBPF datapath's, may still use
+		// the marks of removed endpoints when programming them failed:
+		// their routes stay until they are programmed.
 		pruneErr = p.routes.Prune(endpoints, paths)
 		p.engine.releaseMarks(p.retired.holds)
 	}
-	return applied, errors.Join(wrap("policy routes", addErr), wrap("nftables", ruleErr), wrap("stale policy routes", pruneErr))
+	return applied, errors.Join(wrap("policy routes", addErr), wrap("nftables", ruleErr), wrap("eBPF datapath", bpfErr), wrap("stale policy routes", pruneErr))
+}
+
+// routerInterfaces returns the interfaces of st's routers, where the
+// eBPF datapath takes the packets to the VIPs.
+func routerInterfaces(st *model.State) []string {
+	var out []string
+	for _, r := range st.Routers {
+		if r.Interface != "" && !slices.Contains(out, r.Interface) {
+			out = append(out, r.Interface)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // commit makes plan the hot path's and starts the grace period of the
@@ -190,20 +213,22 @@ func (p *Programmer) commit(plan *Plan) {
 }
 
 // programRules programs the VIP sets and queue rules, and with the kernel
-// path its rules for plan, in one transaction.
-func (p *Programmer) programRules(plan *Plan, applied *Applied) error {
+// path its rules for plan, in one transaction; it returns the kernel
+// path's input.
+func (p *Programmer) programRules(plan *Plan, applied *Applied) (fastpath.Input, error) {
 	cfg := nft.Config{VIPs: plan.VIPs, Queues: p.queues, Fanout: p.fanout}
 	if p.kernel == nil {
-		return p.rules.Program(cfg)
+		return fastpath.Input{}, p.rules.Program(cfg)
 	}
-	compiled := fastpath.Compile(plan.kernelInput(p.kernel.maxPayloadOffset))
+	in := plan.kernelInput(p.kernel.maxPayloadOffset)
+	compiled := fastpath.Compile(in)
 	cfg.Kernel = compiled.Table
 	applied.Userspace = compiled.Userspace
 	if err := p.rules.Program(cfg); err != nil {
-		return err
+		return in, err
 	}
 	p.kernel.programmed.Store(compiled)
-	return nil
+	return in, nil
 }
 
 // Adopt prepares a restart without loss: with the kernel path, it reads
@@ -246,9 +271,14 @@ func (p *Programmer) AdoptReturnPath() ([]route.Nexthop, error) {
 // errNoCatchAll reports the queue rules left as they were.
 var errNoCatchAll = errors.New("not updated: the catch-all blackhole rule is not in place")
 
-// Cleanup removes the rules, then every policy route and rule of ours.
+// Cleanup detaches the eBPF datapath, then removes the rules, then every
+// policy route and rule of ours.
 func (p *Programmer) Cleanup() error {
-	return errors.Join(wrap("nftables", p.rules.Cleanup()), wrap("policy routes", p.routes.Cleanup()))
+	var bpfErr error
+	if p.bpf != nil {
+		bpfErr = p.bpf.AttachTo(nil)
+	}
+	return errors.Join(wrap("eBPF datapath", bpfErr), wrap("nftables", p.rules.Cleanup()), wrap("policy routes", p.routes.Cleanup()))
 }
 
 // endpointRoutes routes every endpoint slot through the Gateway's network

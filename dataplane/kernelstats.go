@@ -5,14 +5,16 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/sllbrd/sllbrd/dataplane/bpfpath"
 	"github.com/sllbrd/sllbrd/dataplane/fastpath"
 	"github.com/sllbrd/sllbrd/dataplane/nft"
 )
 
-// KernelStats is the engine's counters with the kernel path's added: the
-// packets the kernel balanced count in the route and endpoint counters
-// and as ReasonBalanced, under the same labels, so that the metrics are
-// the same whichever path decided a packet. It implements what
+// KernelStats is the engine's counters with the kernel path's added, and
+// the eBPF datapath's when there is one: the packets the kernel balanced
+// count in the route and endpoint counters and as ReasonBalanced, under
+// the same labels, so that the metrics are the same whichever path decided
+// a packet. It implements what
 // metrics.EngineCollector reads. Every call reads the kernel's counter
 // objects (one netlink dump): a read counts every packet the kernel counted
 // before it. (A cache of 20 ms, one read per scrape, returned the counts of
@@ -22,22 +24,28 @@ type KernelStats struct {
 	prog *Programmer
 	read func() (map[string]nft.Count, error)
 
-	mu       sync.Mutex
-	routes   map[[2]string]*monotonic // (route, service)
-	eps      map[[3]string]*monotonic // (service, id, address)
-	balanced Count
-	failures atomic.Uint64
+	mu     sync.Mutex
+	routes map[[2]string]*monotonic // (route, service)
+	eps    map[[3]string]*monotonic // (service, id, address)
+	// The eBPF datapath's, under the same keys.
+	bpfRoutes  map[[2]string]*monotonic
+	bpfEps     map[[3]string]*monotonic
+	bpfActions []bpfpath.Count // by bpfpath.Action, as last read
+	balanced   Count
+	failures   atomic.Uint64
 }
 
 // NewKernelStats returns the counters of engine and of prog's kernel path,
 // read with read (nft.ReadCounters on a connection of its own).
 func NewKernelStats(engine *Engine, prog *Programmer, read func() (map[string]nft.Count, error)) *KernelStats {
 	return &KernelStats{Engine: engine, prog: prog, read: read,
-		routes: map[[2]string]*monotonic{}, eps: map[[3]string]*monotonic{}}
+		routes: map[[2]string]*monotonic{}, eps: map[[3]string]*monotonic{},
+		bpfRoutes: map[[2]string]*monotonic{}, bpfEps: map[[3]string]*monotonic{}}
 }
 
-// ReadFailures counts the failed reads of the kernel's counters (the last
-// counts read stay in use meanwhile).
+// ReadFailures counts the failed reads of the kernel's counters, the
+// nftables' or the eBPF datapath's (the last counts read stay in use
+// meanwhile).
 func (k *KernelStats) ReadFailures() uint64 { return k.failures.Load() }
 
 // ReasonCount adds the packets the kernel balanced to ReasonBalanced.
@@ -61,16 +69,10 @@ func (k *KernelStats) EachRoute(f func(route, service string, c Count)) {
 	k.Engine.EachRoute(func(route, service string, c Count) {
 		key := [2]string{route, service}
 		seen[key] = true
-		if m := k.routes[key]; m != nil {
-			c.Packets, c.Bytes = c.Packets+m.value.Packets, c.Bytes+m.value.Bytes
-		}
-		f(route, service, c)
+		f(route, service, c.add(valueOf(k.routes, key)).add(valueOf(k.bpfRoutes, key)))
 	})
-	for key := range k.routes {
-		if !seen[key] && !k.routes[key].live {
-			delete(k.routes, key) // gone from both
-		}
-	}
+	forget(k.routes, seen)
+	forget(k.bpfRoutes, seen)
 }
 
 // EachEndpoint is Engine.EachEndpoint with the kernel's counts added.
@@ -82,16 +84,43 @@ func (k *KernelStats) EachEndpoint(f func(service string, id int, addr string, c
 	k.Engine.EachEndpoint(func(service string, id int, addr string, c Count) {
 		key := [3]string{service, strconv.Itoa(id), addr}
 		seen[key] = true
-		if m := k.eps[key]; m != nil {
-			c.Packets, c.Bytes = c.Packets+m.value.Packets, c.Bytes+m.value.Bytes
-		}
-		f(service, id, addr, c)
+		f(service, id, addr, c.add(valueOf(k.eps, key)).add(valueOf(k.bpfEps, key)))
 	})
-	for key := range k.eps {
-		if !seen[key] && !k.eps[key].live {
-			delete(k.eps, key)
+	forget(k.eps, seen)
+	forget(k.bpfEps, seen)
+}
+
+// EachBPFAction calls f with what the eBPF datapath did with the packets
+// it saw, per action (bpfpath.Action), as last read; nothing without one.
+func (k *KernelStats) EachBPFAction(f func(action bpfpath.Action, c Count)) {
+	k.refresh()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for a, c := range k.bpfActions {
+		f(bpfpath.Action(a), Count{Packets: c.Packets, Bytes: c.Bytes})
+	}
+}
+
+// valueOf is the count of key in ms (zero when it has none).
+func valueOf[K comparable](ms map[K]*monotonic, key K) Count {
+	if m := ms[key]; m != nil {
+		return m.value
+	}
+	return Count{}
+}
+
+// forget drops the counts that are gone from the engine (not in seen) and
+// from the kernel (not read in the last refresh).
+func forget[K comparable](ms map[K]*monotonic, seen map[K]bool) {
+	for key, m := range ms {
+		if !seen[key] && !m.live {
+			delete(ms, key)
 		}
 	}
+}
+
+func (c Count) add(d Count) Count {
+	return Count{Packets: c.Packets + d.Packets, Bytes: c.Bytes + d.Bytes}
 }
 
 // refresh reads the kernel's counters.
@@ -102,6 +131,8 @@ func (k *KernelStats) refresh() {
 	if prog == nil {
 		return
 	}
+	k.refreshBPF()
+	defer k.sumBalanced()
 	counts, err := k.read()
 	if err != nil {
 		k.failures.Add(1)
@@ -119,18 +150,51 @@ func (k *KernelStats) refresh() {
 	for name, l := range prog.EndpointCounters {
 		observe(k.eps, [3]string{l.Service, strconv.Itoa(l.ID), l.Addr.String()}, name, counts)
 	}
+}
+
+// sumBalanced sums the endpoints' counts into the balanced reason.
+func (k *KernelStats) sumBalanced() {
 	k.balanced = Count{}
 	for _, m := range k.eps {
-		k.balanced.Packets += m.value.Packets
-		k.balanced.Bytes += m.value.Bytes
+		k.balanced = k.balanced.add(m.value)
+	}
+	for _, m := range k.bpfEps {
+		k.balanced = k.balanced.add(m.value)
+	}
+}
+
+// refreshBPF reads the eBPF datapath's counters, if there is one.
+func (k *KernelStats) refreshBPF() {
+	c, ok, err := k.prog.bpfCounters()
+	if err != nil {
+		k.failures.Add(1)
+	}
+	if !ok {
+		return
+	}
+	k.bpfActions = append(k.bpfActions[:0], c.Actions[:]...)
+	for _, m := range k.bpfRoutes {
+		m.live = false
+	}
+	for _, m := range k.bpfEps {
+		m.live = false
+	}
+	for l, n := range c.Routes {
+		observeCount(k.bpfRoutes, [2]string{l.Route, l.Service}, "bpf", nft.Count{Packets: n.Packets, Bytes: n.Bytes})
+	}
+	for l, n := range c.Endpoints {
+		observeCount(k.bpfEps, [3]string{l.Service, strconv.Itoa(l.ID), l.Addr.String()}, "bpf", nft.Count{Packets: n.Packets, Bytes: n.Bytes})
 	}
 }
 
 func observe[K comparable](ms map[K]*monotonic, key K, name string, counts map[string]nft.Count) {
-	c, ok := counts[name]
-	if !ok {
-		return
+	if c, ok := counts[name]; ok {
+		observeCount(ms, key, name, c)
 	}
+}
+
+// observeCount records the reading c of the counter object name under key.
+func observeCount[K comparable](ms map[K]*monotonic, key K, name string, c nft.Count) {
 	m := ms[key]
 	if m == nil {
 		m = &monotonic{}
@@ -177,10 +241,8 @@ func (k *KernelStats) RouteCount(route, service string) Count {
 	k.refresh()
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if m := k.routes[[2]string{route, service}]; m != nil {
-		return m.value
-	}
-	return Count{}
+	key := [2]string{route, service}
+	return valueOf(k.routes, key).add(valueOf(k.bpfRoutes, key))
 }
 
 // EndpointCount returns what the kernel path sent to endpoint id of service
@@ -189,8 +251,6 @@ func (k *KernelStats) EndpointCount(service string, id int, addr string) Count {
 	k.refresh()
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if m := k.eps[[3]string{service, strconv.Itoa(id), addr}]; m != nil {
-		return m.value
-	}
-	return Count{}
+	key := [3]string{service, strconv.Itoa(id), addr}
+	return valueOf(k.eps, key).add(valueOf(k.bpfEps, key))
 }

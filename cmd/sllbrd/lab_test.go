@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/netip"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,7 +61,7 @@ func labWith(t testing.TB, opts lab.Options) *lab.Lab {
 
 // dataplanes are the --dataplane modes every end-to-end test of the
 // dataplane runs with.
-var dataplanes = []string{dataplaneKernel, dataplaneNFQueue}
+var dataplanes = []string{dataplaneKernel, dataplaneBPF, dataplaneNFQueue}
 
 // labDataplane holds the --dataplane of each lab dataplaneLab made.
 var labDataplane sync.Map // *lab.Lab -> string
@@ -125,7 +127,64 @@ func startInstances(t testing.TB, l *lab.Lab, cfg e2e.Config, lbs ...int) (dir s
 		}
 		insts = append(insts, inst)
 	}
+	if mode, _ := labDataplane.Load(l); mode == dataplaneBPF {
+		t.Cleanup(func() { checkBPFPath(t, l, insts) })
+	}
 	return dir, insts
+}
+
+// labPuntsAll marks the labs whose tests send the eBPF datapath only
+// packets it must leave to the nftables rules (fragments).
+var labPuntsAll sync.Map // *lab.Lab -> bool
+
+// bpfPuntsAll says that the test on l sends only packets the eBPF
+// datapath must leave to the nftables rules: checkBPFPath then wants it to
+// have punted packets and forwarded none itself.
+func bpfPuntsAll(t testing.TB, l *lab.Lab) {
+	labPuntsAll.Store(l, true)
+	t.Cleanup(func() { labPuntsAll.Delete(l) })
+}
+
+// checkBPFPath fails t when the eBPF datapath of none of insts forwarded
+// a packet itself: a test on --dataplane bpf must have tested it (or, after
+// bpfPuntsAll, when one forwarded a packet or none punted one). Instances
+// the test stopped are not asked.
+func checkBPFPath(t testing.TB, l *lab.Lab, insts []*e2e.Instance) {
+	var redirected, punted float64
+	var actions []string
+	asked := 0
+	for _, inst := range insts {
+		_, body, err := inst.Get("/metrics")
+		if err != nil {
+			continue
+		}
+		asked++
+		for line := range strings.SplitSeq(body, "\n") {
+			if !strings.HasPrefix(line, "sllbrd_bpf_packets_total") {
+				continue
+			}
+			actions = append(actions, line)
+			f := strings.Fields(line)
+			n, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			switch {
+			case strings.Contains(line, `action="redirect"`):
+				redirected += n
+			case strings.Contains(line, `action="punt"`):
+				punted += n
+			}
+		}
+	}
+	t.Logf("the eBPF datapath of %d running instance(s) forwarded %v packets itself and punted %v", asked, redirected, punted)
+	if asked == 0 {
+		return
+	}
+	if _, all := labPuntsAll.Load(l); all {
+		if redirected != 0 || punted == 0 {
+			t.Errorf("--dataplane bpf: the eBPF datapath forwarded %v packets and punted %v, want none and some; its actions: %q", redirected, punted, actions)
+		}
+	} else if redirected == 0 {
+		t.Errorf("--dataplane bpf: no packet was forwarded by the eBPF datapath; its actions: %q", actions)
+	}
 }
 
 func logTail(t testing.TB, inst *e2e.Instance) {

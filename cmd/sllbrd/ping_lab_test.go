@@ -26,6 +26,7 @@ func TestIntegrationFragmentedPingReachesATarget(t *testing.T) {
 func testIntegrationFragmentedPingReachesATarget(t *testing.T, mode string) {
 	require.Lab(t)
 	l := dataplaneLab(t, 1, mode)
+	bpfPuntsAll(t, l)
 	_, insts := startSllbrd(t, l, allTargets, webRoute, 1)
 	const pings = 10
 	for _, vip := range []netip.Addr{vip4, vip6} {

@@ -12,8 +12,9 @@ import (
 	"github.com/sllbrd/sllbrd/internal/harness/require"
 )
 
-// TestIntegrationRestartLosesNoFastPathPacket: with the kernel path and
-// --on-exit keep, sllbrd is restarted twice while bounded UDP floods (IPv4
+// TestIntegrationRestartLosesNoFastPathPacket: with the kernel path (and
+// with the eBPF datapath ahead of it, whose packets go to the kernel
+// path's rules while no sllbrd holds the program) and --on-exit keep, sllbrd is restarted twice while bounded UDP floods (IPv4
 // and IPv6) run through it: first killed with SIGKILL (a crash, the OOM
 // killer), then stopped with SIGTERM (an upgrade). The kernel keeps
 // forwarding meanwhile and every new instance adopts what it finds (an
@@ -21,8 +22,14 @@ import (
 // give it): no packet of the floods is lost, the table is left exactly as
 // it was (same rules, sets and elements, same handles), and no flow moves.
 func TestIntegrationRestartLosesNoFastPathPacket(t *testing.T) {
+	for _, mode := range []string{dataplaneKernel, dataplaneBPF} {
+		t.Run(mode, func(t *testing.T) { testIntegrationRestartLosesNoFastPathPacket(t, mode) })
+	}
+}
+
+func testIntegrationRestartLosesNoFastPathPacket(t *testing.T, mode string) {
 	require.Lab(t)
-	l := dataplaneLab(t, 1, dataplaneKernel)
+	l := dataplaneLab(t, 1, mode)
 	port := l.Options().BlastPort
 	routes := append([]e2e.Route{{Name: "flood", Service: "service-a", Priority: 20,
 		Fields: fmt.Sprintf(`protocols: [UDP], destinationPorts: ["%d"]`, port)}}, webRoute...)
@@ -113,6 +120,9 @@ func TestIntegrationRestartLosesNoFastPathPacket(t *testing.T) {
 	t.Logf("floods (IPv4, IPv6): sent %d + %d packets, the targets received %d", results[0].Sent, results[1].Sent, received)
 	if results[0].Sent == 0 || results[1].Sent == 0 || received != sent {
 		t.Errorf("the floods sent %d packets and the targets received %d: the restarts lost %d", sent, received, int64(sent)-int64(received))
+	}
+	if mode == dataplaneBPF {
+		checkBPFPath(t, l, []*e2e.Instance{inst})
 	}
 }
 

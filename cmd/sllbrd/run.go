@@ -14,6 +14,7 @@ import (
 
 	"github.com/sllbrd/sllbrd/bgp"
 	"github.com/sllbrd/sllbrd/dataplane"
+	"github.com/sllbrd/sllbrd/dataplane/bpfpath"
 	"github.com/sllbrd/sllbrd/dataplane/nfqueue"
 	"github.com/sllbrd/sllbrd/dataplane/nft"
 	"github.com/sllbrd/sllbrd/dataplane/route"
@@ -31,6 +32,7 @@ type daemon struct {
 	engine *dataplane.Engine
 	prog   *dataplane.Programmer
 	kernel *dataplane.KernelStats // the kernel path's counters; nil with --dataplane nfqueue
+	bpf    *bpfpath.Datapath      // the eBPF datapath (--dataplane bpf)
 	queues *nfqueue.Group
 	loop   *reconcile.Loop
 	source *configSource
@@ -126,7 +128,7 @@ func newDaemon(cfg *config, log *slog.Logger) (*daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nfqueue %d..%d: %w", cfg.queueFirst, int(cfg.queueFirst)+cfg.queues-1, err)
 	}
-	opts, err := programmerOptions(cfg, conn, log)
+	opts, err := d.programmerOptions(conn)
 	if err != nil {
 		d.queues.Close()
 		return nil, err
@@ -230,6 +232,13 @@ func (d *daemon) close() {
 	}
 	if err := d.queues.Close(); err != nil {
 		d.log.Error("closing queues", "err", err)
+	}
+	if d.bpf != nil {
+		// Detaches it (also with --on-exit keep, until pinning): the
+		// nftables rules left in place decide its packets then.
+		if err := d.bpf.Close(); err != nil {
+			d.log.Error("closing the eBPF datapath", "err", err)
+		}
 	}
 	for _, c := range d.nftConns {
 		if err := c.CloseLasting(); err != nil {
