@@ -14,9 +14,10 @@ import (
 )
 
 var (
-	soakDuration = flag.Duration("soak.duration", 2*time.Minute, "how long TestIntegrationSoak injects faults (make soak: 10m)")
-	soakSeed     = flag.Int64("soak.seed", 0, "the seed of TestIntegrationSoak's fault schedule (0: a new one, printed)")
-	soakReport   = flag.String("soak.report", "", "where TestIntegrationSoak writes its report (Markdown); empty: the log only")
+	soakDuration  = flag.Duration("soak.duration", 2*time.Minute, "how long TestIntegrationSoak injects faults (make soak: 10m)")
+	soakSeed      = flag.Int64("soak.seed", 0, "the seed of TestIntegrationSoak's fault schedule (0: a new one, printed)")
+	soakReport    = flag.String("soak.report", "", "where TestIntegrationSoak writes its report (Markdown); empty: the log only")
+	soakDataplane = flag.String("soak.dataplane", dataplaneKernel, "the SLLBRs' --dataplane in TestIntegrationSoak (make soak SOAK_DATAPLANE=bpf)")
 )
 
 const (
@@ -55,8 +56,8 @@ func TestIntegrationSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("soak: seed %d, %v, %d faults, race detector %v; replay: make soak SOAK_SEED=%d SOAK_DURATION=%v",
-		seed, *soakDuration, len(plan), raceEnabled, seed, *soakDuration)
+	t.Logf("soak: seed %d, %v, %d faults, race detector %v, --dataplane %s; replay: make soak SOAK_SEED=%d SOAK_DURATION=%v SOAK_DATAPLANE=%s",
+		seed, *soakDuration, len(plan), raceEnabled, *soakDataplane, seed, *soakDuration, *soakDataplane)
 	for _, f := range plan {
 		t.Logf("  plan: at %v: #%s (held %v)", f.At.Round(time.Millisecond), faultName(f), f.Hold)
 	}

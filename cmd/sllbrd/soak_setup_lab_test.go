@@ -97,7 +97,7 @@ func newSoakLab(c *cluster) *soakLab {
 	// Longer than kubelet's readiness detection (failureThreshold x
 	// probePeriod): the controller takes a stopping SLLBR out of the
 	// targets' next hops before it exits, as deploy/'s 10 s drain allows.
-	c.lbArgs = []string{"--drain", "6s", "--pprof-address", soakPprof}
+	c.lbArgs = []string{"--drain", "6s", "--pprof-address", soakPprof, "--dataplane", *soakDataplane}
 	// Every sllbrd serves pprof, for the soak to read its live heap (the
 	// controller replicas each on a port of their own: controllerProc).
 	c.sidecarArgs = []string{"--pprof-address", soakPprof}
