@@ -11,11 +11,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Attachment is the program attached at tcx ingress of one interface.
+// Attachment is a program attached to one interface: the tc program at
+// tcx ingress (Attach), or the XDP program (AttachXDP).
 type Attachment struct {
-	d      *Datapath
-	link   link.Link
-	ifname string
+	d       *Datapath
+	link    link.Link
+	ifname  string
+	ifindex int
+	mode    string // "tcx", "xdp-driver" or "xdp-generic"
 }
 
 // Attach attaches the program at the tcx ingress of the interface named
@@ -36,7 +39,7 @@ func (d *Datapath) Attach(ifname string) (*Attachment, error) {
 	if err != nil {
 		return nil, attachError(ifname, err)
 	}
-	a := &Attachment{d: d, link: l, ifname: ifname}
+	a := &Attachment{d: d, link: l, ifname: ifname, ifindex: ifc.Index, mode: "tcx"}
 	d.mu.Lock()
 	d.links[a] = true
 	d.mu.Unlock()
@@ -57,6 +60,10 @@ func attachError(ifname string, err error) error {
 // Interface is the name of the interface the program is attached to.
 func (a *Attachment) Interface() string { return a.ifname }
 
+// Mode says which program is attached and how: "tcx" (Attach), or
+// "xdp-driver" or "xdp-generic" (AttachXDP).
+func (a *Attachment) Mode() string { return a.mode }
+
 // Detach detaches the program from the interface: its packets go to the
 // stack (and the programs after it) again. Detaching twice is no error.
 func (a *Attachment) Detach() error {
@@ -69,6 +76,9 @@ func (a *Attachment) Detach() error {
 	}
 	if err := a.link.Close(); err != nil {
 		return fmt.Errorf("bpfpath: detaching from interface %q: %w", a.ifname, err)
+	}
+	if a.mode != "tcx" {
+		return a.d.forgetXDPInterface(a.ifindex)
 	}
 	return nil
 }

@@ -47,11 +47,15 @@ const (
 	// unchanged, which sends ICMP fragmentation needed (IPv4 with DF) or
 	// packet too big (IPv6), or fragments it (IPv4 without DF).
 	ActionTooBig = Action(ingressActionACTION_TOO_BIG)
+	// ActionXDPRedirect: decided and redirected to its endpoint's next hop
+	// by the XDP program (AttachXDP), the MACs rewritten, before the tc
+	// program and the stack.
+	ActionXDPRedirect = Action(ingressActionACTION_XDP_REDIRECT)
 
 	numActions = int(ingressActionACTION_COUNT)
 )
 
-var actionNames = [numActions]string{"punt", "mark", "ttl-exceeded", "redirect", "martian-source", "too-big"}
+var actionNames = [numActions]string{"punt", "mark", "ttl-exceeded", "redirect", "martian-source", "too-big", "xdp-redirect"}
 
 // String returns a short lower-case name, usable as a metric label.
 func (a Action) String() string {
@@ -75,8 +79,9 @@ type Counts struct {
 	// their sum the balanced reason (sllbrd_packets_total), as
 	// KernelStats sums the kernel path's.
 	Endpoints map[fastpath.EndpointLabels]Count
-	// Actions: every packet the program saw on a link, by what it did
-	// (no metric yet).
+	// Actions: every packet the programs saw on a link, by what the one
+	// that acted on it did (no metric yet): the XDP program counts only
+	// what it redirects (ActionXDPRedirect), the tc program the rest.
 	Actions [numActions]Count
 }
 

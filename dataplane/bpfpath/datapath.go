@@ -52,9 +52,9 @@ type Options struct {
 	MaxRoutes int
 }
 
-// Datapath is the loaded program and its maps. Close releases them.
-// Configure, SetNextHops, Counters, Attach and Detach are serialised;
-// Explain may run alongside them.
+// Datapath is the loaded programs (tc and XDP) and their maps. Close
+// releases them. Configure, SetNextHops, Counters, Attach, AttachXDP and
+// Detach are serialised; Explain may run alongside them.
 type Datapath struct {
 	objs ingressObjects
 	// The inner maps' templates: a new route set or table is a new map
@@ -62,7 +62,7 @@ type Datapath struct {
 	routeSetSpec, tableSpec         *ebpf.MapSpec
 	maxVIPs, maxServices, maxRoutes int
 
-	mu sync.Mutex // serialises Configure, SetNextHops, Counters, Attach
+	mu sync.Mutex // serialises Configure, SetNextHops, Counters, Attach, AttachXDP
 	// What Configure last wrote: Service -> index (an index is reused
 	// only after the Configure that removes its Service), the tables by
 	// key, the route sets by VIP.
@@ -74,8 +74,9 @@ type Datapath struct {
 	// (table, slot) -> the endpoint it counts.
 	routeIDs  map[fastpath.RouteLabels]uint16
 	endpoints map[ingressSlotKey]fastpath.EndpointLabels
-	// hops is what SetNextHops last wrote (nexthops.go).
-	hops map[ingressEndpointKey]ingressNextHop
+	// hopsWanted is what SetNextHops was last given, hops what is in the
+	// map: the same, with the XDP target flag as last asked (nexthops.go).
+	hopsWanted, hops map[ingressEndpointKey]ingressNextHop
 	// links are the attachments (attach.go), which Close detaches.
 	links map[*Attachment]bool
 }
@@ -107,7 +108,7 @@ func Load(opts Options) (*Datapath, error) {
 		maxVIPs:      vips, maxServices: services, maxRoutes: routes,
 		services: map[string]uint32{}, tables: map[uint32][]ingressTableEntry{}, vips: map[netip.Addr]*vipRoutes{},
 		routeIDs: map[fastpath.RouteLabels]uint16{}, endpoints: map[ingressSlotKey]fastpath.EndpointLabels{},
-		hops: map[ingressEndpointKey]ingressNextHop{}, links: map[*Attachment]bool{},
+		hopsWanted: map[ingressEndpointKey]ingressNextHop{}, hops: map[ingressEndpointKey]ingressNextHop{}, links: map[*Attachment]bool{},
 	}
 	if err := spec.LoadAndAssign(&d.objs, nil); err != nil {
 		return nil, loadError(err)

@@ -1,13 +1,15 @@
-// Package bpfpath is sllbrd's eBPF datapath (`--dataplane bpf`, not wired
-// into sllbrd yet): a tc (tcx) ingress program, written in C (bpf/),
-// compiled by clang through bpf2go into the committed objects
-// ingress_bpfel.o and ingress_bpfeb.o, and loaded with
-// github.com/cilium/ebpf. It makes the whole decision the other paths
-// make (the VIP's route, the endpoint its Service's Maglev table gives the
-// flow), reports it, and acts on it: it sets the endpoint's fwmark,
-// counts, and forwards the packet itself to the endpoint's next hop when
-// it has one (SetNextHops). Attach puts it on an interface. docs/bpf.md
-// says what it needs and how it is built.
+// Package bpfpath is sllbrd's eBPF datapath (`--dataplane bpf`): a tc
+// (tcx) ingress program and an XDP program, two front ends of one
+// decision written in C (bpf/), compiled by clang through bpf2go into the
+// committed objects ingress_bpfel.o and ingress_bpfeb.o, loaded together
+// (sharing every map) with github.com/cilium/ebpf. The decision is the one
+// the other paths make (the VIP's route, the endpoint its Service's Maglev
+// table gives the flow). The tc program reports it and acts on it: it sets
+// the endpoint's fwmark, counts, and forwards the packet itself to the
+// endpoint's next hop when it has one (SetNextHops). The XDP program, where
+// attached (AttachXDP), forwards before the skb what it can forward whole
+// and passes the rest to the tc program. Attach and AttachXDP put them on
+// an interface. docs/bpf.md says what they need and how they are built.
 //
 // # Contract
 //
@@ -113,17 +115,37 @@
 //     offset, 8 bytes otherwise) and gso_size. A segment length it cannot
 //     know (GSO_BY_FRAGS, a TCP header beyond the linear data) is too big:
 //     the stack judges it. The TTL is checked first, as the kernel does.
+//   - The XDP program (bpf/xdp.h; AttachXDP) parses and decides as the tc
+//     program does (the same C) and forwards itself a decided packet
+//     addressed to the interface's MAC (AttachXDP records it) whose
+//     endpoint has a next hop of its family with MACs (NextHop.MAC and
+//     SrcMAC: XDP has no neighbour table) and, when attached in driver
+//     mode, an interface that takes XDP frames (ndo_xdp_xmit, which
+//     SetNextHops asks the kernel about), from a source the kernel
+//     forwards from, with TTL or hop limit above 1, that fits the MTU
+//     (XDP frames are never GSO): TTL or hop limit decremented (the IPv4
+//     checksum as the tc program updates it), destination and source MACs
+//     written, route, endpoint and ActionXDPRedirect counted, and
+//     bpf_redirect to the next hop's interface. Every other frame goes on
+//     (XDP_PASS) unchanged and uncounted, to the tc program, which must be
+//     attached to the same interface to act on it; so a packet is counted
+//     once, by the program that acted. TestIntegrationXDPMatchesTC checks
+//     both through BPF_PROG_TEST_RUN: the XDP program redirects exactly
+//     what the tc program alone redirects to a next hop with MACs, to the
+//     same endpoint, the same bytes but the MACs, and the counters of the
+//     two set-ups agree.
 //   - A run without an ingress device (skb->ingress_ifindex 0, which only
 //     BPF_PROG_TEST_RUN gives) is only reported, never acted on: Explain
 //     marks, counts and redirects nothing.
 //   - Counters (per CPU, summed by Counters): per route (the kernel path's
 //     route labels) and per endpoint address (its endpoint labels), the
-//     decided packets acted on and the bytes of their IP packets, as the
-//     kernel path's nftables counters count them; and per Action. A route's
-//     counter lives from the Configure that first programs it to the one
-//     that removes it; Options.MaxRoutes routes have one, the others are
-//     punted at their place (StatusPuntLimit) so that every packet is
-//     counted by the program or by userspace.
+//     decided packets acted on (by the tc or the XDP program, whichever
+//     acted) and the bytes of their IP packets, as the kernel path's
+//     nftables counters count them; and per Action. A route's counter
+//     lives from the Configure that first programs it to the one that
+//     removes it; Options.MaxRoutes routes have one, the others are punted
+//     at their place (StatusPuntLimit) so that every packet is counted by
+//     the program or by userspace.
 //   - A frame whose headers are not in the skb's linear data is pulled
 //     (bpf_skb_pull_data, the first 82 bytes at most); a failed pull is
 //     StatusPuntNonlinear.
@@ -132,11 +154,16 @@
 //     *ebpf.VerifierError) and wrap the cause. It does not touch
 //     RLIMIT_MEMLOCK: kernels with tcx (6.6+) charge BPF memory to the
 //     memory cgroup.
-//   - Attach attaches the program with a tcx link (6.6+) at ingress of an
-//     interface, Detach and Close detach it. The link is this process's:
-//     pinning it and adopting it after a restart is not done yet.
+//   - Attach attaches the tc program with a tcx link (6.6+) at ingress of
+//     an interface, AttachXDP the XDP program with an XDP link in driver
+//     or generic mode (XDPAuto: driver where the driver has it, but
+//     generic on a veth, whose native XDP gets a local sender's frames
+//     with unfinished checksums); Detach and Close detach them. The links
+//     are this process's: pinning them and adopting them after a restart
+//     is not done yet.
 //   - The object's license is the repository's (Apache-2.0), so the kernel
 //     refuses it GPL-only helpers: bpf_fib_lookup and bpf_check_mtu are,
 //     bpf_redirect_neigh is not (checked on 6.18); forwarding takes the
-//     next hop and its MTU from a map that SetNextHops fills (docs/bpf.md).
+//     next hop, its MTU and (for XDP) its MACs from a map that SetNextHops
+//     fills (docs/bpf.md).
 package bpfpath

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -95,15 +96,23 @@ func runOnLinkWith(t testing.TB, d *Datapath, frame []byte, in skbContext) linkR
 	return linkRun{verdict: int32(ret), frame: opts.DataOut, mark: ctx.Mark, result: ctx.result()}
 }
 
-// forwardSetup loads and programs oneService (M 251, 10 slots) and gives
-// every slot but 9 a next hop of each family.
-func forwardSetup(t *testing.T) (*Datapath, service) {
-	require.Root(t)
+// loadOneService loads the program and configures oneService with a
+// table of M 251 and 10 slots.
+func loadOneService(t *testing.T) (*Datapath, service) {
+	t.Helper()
 	d := load(t, Options{})
 	svc := service{buildTable(t, 251, 10, 1), false}
 	if _, err := d.Configure(oneService(svc)); err != nil {
 		t.Fatal(err)
 	}
+	return d, svc
+}
+
+// forwardSetup loads and programs oneService (M 251, 10 slots) and gives
+// every slot but 9 a next hop of each family.
+func forwardSetup(t *testing.T) (*Datapath, service) {
+	require.Root(t)
+	d, svc := loadOneService(t)
 	var hops []NextHop
 	for slot := range 9 {
 		hops = append(hops, NextHop{Mark: testMark(slot), Via: netip.AddrFrom4([4]byte{10, 9, 0, byte(slot)}), Ifindex: 7, MTU: 1500},
@@ -417,6 +426,8 @@ func TestSetNextHopsRefuses(t *testing.T) {
 		"no address":           {[]NextHop{{Mark: 1, Ifindex: 2}}, "want a valid address"},
 		"no interface":         {[]NextHop{{Mark: 1, Via: via}}, "interface index of at least 1"},
 		"a negative MTU":       {[]NextHop{{Mark: 1, Via: via, Ifindex: 2, MTU: -1}}, "want an MTU of 0"},
+		"a MAC of 5 bytes":     {[]NextHop{{Mark: 1, Via: via, Ifindex: 2, MAC: make(net.HardwareAddr, 5), SrcMAC: make(net.HardwareAddr, 6)}}, "both Ethernet addresses"},
+		"a MAC, no SrcMAC":     {[]NextHop{{Mark: 1, Via: via, Ifindex: 2, MAC: make(net.HardwareAddr, 6)}}, "both Ethernet addresses"},
 		"two of a mark/family": {[]NextHop{{Mark: 1, Via: via, Ifindex: 2}, {Mark: 1, Via: netip.MustParseAddr("::ffff:10.0.0.2"), Ifindex: 3}}, "two next hops of mark 0x1, IPv4"},
 	} {
 		if err := d.SetNextHops(tc.hops); err == nil || !strings.Contains(err.Error(), tc.want) {

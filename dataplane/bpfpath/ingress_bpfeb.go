@@ -22,7 +22,8 @@ const (
 	ingressActionACTION_REDIRECT       ingressAction = 3
 	ingressActionACTION_MARTIAN_SOURCE ingressAction = 4
 	ingressActionACTION_TOO_BIG        ingressAction = 5
-	ingressActionACTION_COUNT          ingressAction = 6
+	ingressActionACTION_XDP_REDIRECT   ingressAction = 6
+	ingressActionACTION_COUNT          ingressAction = 7
 )
 
 type ingressCidr struct {
@@ -48,7 +49,10 @@ type ingressNextHop struct {
 	Family  uint32
 	Ifindex uint32
 	Mtu     uint32
+	Flags   uint32
 	Addr    [4]uint32
+	Mac     [6]uint8
+	SrcMac  [6]uint8
 }
 
 type ingressPortRange struct {
@@ -117,6 +121,12 @@ type ingressVipKey struct {
 	Family uint32
 }
 
+type ingressXdpIface struct {
+	_     structs.HostLayout
+	Mac   [6]uint8
+	Flags uint16
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
@@ -127,7 +137,9 @@ const (
 	ingressMapNextHops         = "next_hops"
 	ingressMapRouteCounters    = "route_counters"
 	ingressMapVipRoutes        = "vip_routes"
+	ingressMapXdpIfaces        = "xdp_ifaces"
 	ingressProgSllbrdIngress   = "sllbrd_ingress"
+	ingressProgSllbrdXdp       = "sllbrd_xdp"
 	ingressVarFlowSeed         = "flow_seed"
 )
 
@@ -174,6 +186,7 @@ type ingressSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type ingressProgramSpecs struct {
 	SllbrdIngress *ebpf.ProgramSpec `ebpf:"sllbrd_ingress"`
+	SllbrdXdp     *ebpf.ProgramSpec `ebpf:"sllbrd_xdp"`
 }
 
 // ingressMapSpecs contains maps before they are loaded into the kernel.
@@ -186,6 +199,7 @@ type ingressMapSpecs struct {
 	NextHops         *ebpf.MapSpec `ebpf:"next_hops"`
 	RouteCounters    *ebpf.MapSpec `ebpf:"route_counters"`
 	VipRoutes        *ebpf.MapSpec `ebpf:"vip_routes"`
+	XdpIfaces        *ebpf.MapSpec `ebpf:"xdp_ifaces"`
 }
 
 // ingressVariableSpecs contains global variables before they are loaded into the kernel.
@@ -221,6 +235,7 @@ type ingressMaps struct {
 	NextHops         *ebpf.Map `ebpf:"next_hops"`
 	RouteCounters    *ebpf.Map `ebpf:"route_counters"`
 	VipRoutes        *ebpf.Map `ebpf:"vip_routes"`
+	XdpIfaces        *ebpf.Map `ebpf:"xdp_ifaces"`
 }
 
 func (m *ingressMaps) Close() error {
@@ -231,6 +246,7 @@ func (m *ingressMaps) Close() error {
 		m.NextHops,
 		m.RouteCounters,
 		m.VipRoutes,
+		m.XdpIfaces,
 	)
 }
 
@@ -246,11 +262,13 @@ type ingressVariables struct {
 // It can be passed to loadIngressObjects or ebpf.CollectionSpec.LoadAndAssign.
 type ingressPrograms struct {
 	SllbrdIngress *ebpf.Program `ebpf:"sllbrd_ingress"`
+	SllbrdXdp     *ebpf.Program `ebpf:"sllbrd_xdp"`
 }
 
 func (p *ingressPrograms) Close() error {
 	return _IngressClose(
 		p.SllbrdIngress,
+		p.SllbrdXdp,
 	)
 }
 

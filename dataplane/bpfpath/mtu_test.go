@@ -73,11 +73,7 @@ func sizedFrame(proto uint8, src, dst netip.AddrPort, ttl uint8, ipLen, opts int
 // redirects nothing.
 func TestIntegrationForwardMTU(t *testing.T) {
 	require.Root(t)
-	d := load(t, Options{})
-	svc := service{buildTable(t, 251, 10, 1), false}
-	if _, err := d.Configure(oneService(svc)); err != nil {
-		t.Fatal(err)
-	}
+	d, svc := loadOneService(t)
 	const mtu = 1280
 	var hops []NextHop
 	for slot := range 10 {

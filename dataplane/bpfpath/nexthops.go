@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/netip"
 	"slices"
 
@@ -31,6 +32,19 @@ type NextHop struct {
 	// (SetNextHops again) when the interface's MTU changes; a route's own
 	// MTU (ip route ... mtu) is not considered.
 	MTU int
+	// MAC is Via's link-layer address (the neighbour table's, when its
+	// entry is usable) and SrcMAC the interface's (net.Interface's
+	// HardwareAddr), both Ethernet (6 bytes) or both nil. The XDP program
+	// (AttachXDP), which has no neighbour table, forwards only to a next
+	// hop with both: it writes them into the frame. Without them it
+	// passes the packets to the tc program, whose bpf_redirect_neigh
+	// resolves Via itself. A MAC is used as given: the caller updates it
+	// (SetNextHops again) when the neighbour's changes, and sets nil when
+	// the entry is not usable (FAILED, INCOMPLETE), so that the kernel
+	// resolves it again. (A neighbour that only XDP sends to gets no
+	// traffic through the neighbour table and goes STALE; that is no
+	// reason to drop its MAC.)
+	MAC, SrcMAC net.HardwareAddr
 }
 
 // SetNextHops makes hops the program's next hops, replacing the previous
@@ -39,8 +53,18 @@ type NextHop struct {
 // handed to the stack. Each next hop is replaced whole (a packet sees the
 // old or the new one); unchanged ones are not rewritten. It fails, with
 // nothing written, on two next hops of one mark and family, an invalid
-// Via, an Ifindex below 1 or a negative MTU; a kernel error part-way
-// leaves what was written so far, and the next call completes it.
+// Via, an Ifindex below 1, a negative MTU, or MACs that are not both
+// Ethernet addresses or both nil; a kernel error part-way leaves what was
+// written so far, and the next call completes it.
+//
+// It also asks the kernel (netdev netlink family, 6.3+; in the calling
+// thread's network namespace, the interfaces') which interfaces take
+// frames an XDP program redirects in driver mode (ndo_xdp_xmit): a
+// driver-mode XDP attachment forwards only to those, and passes the rest
+// to the tc program (an interface it cannot ask about is not one). A
+// driver-mode redirect to an interface that stops taking them (a veth
+// whose peer loses its XDP program and GRO) is dropped until the next
+// SetNextHops or AttachXDP asks again.
 func (d *Datapath) SetNextHops(hops []NextHop) error {
 	want := map[ingressEndpointKey]ingressNextHop{}
 	for _, h := range hops {
@@ -59,10 +83,49 @@ func (d *Datapath) SetNextHops(hops []NextHop) error {
 		if _, ok := want[k]; ok {
 			return fmt.Errorf("bpfpath: two next hops of mark %#x, IPv%d", h.Mark, fam)
 		}
-		want[k] = ingressNextHop{Family: af, Ifindex: uint32(h.Ifindex), Mtu: uint32(h.MTU), Addr: words(via)}
+		nh := ingressNextHop{Family: af, Ifindex: uint32(h.Ifindex), Mtu: uint32(h.MTU), Addr: words(via)}
+		switch {
+		case len(h.MAC) == 6 && len(h.SrcMAC) == 6:
+			nh.Flags |= nextHopMAC
+			copy(nh.Mac[:], h.MAC)
+			copy(nh.SrcMac[:], h.SrcMAC)
+		case len(h.MAC) != 0 || len(h.SrcMAC) != 0:
+			return fmt.Errorf("bpfpath: next hop %+v: want MAC and SrcMAC both Ethernet addresses (6 bytes), or both nil", h)
+		}
+		want[k] = nh
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.hopsWanted = want
+	return d.writeNextHops()
+}
+
+// The flags of a next hop (bpf/forward.h).
+const (
+	nextHopMAC       = 1 // NEXT_HOP_MAC
+	nextHopXDPTarget = 2 // NEXT_HOP_XDP_TARGET
+)
+
+// writeNextHops writes d.hopsWanted, each with the XDP target flag of its
+// interface as the kernel reports it now, where they differ from what the
+// map holds (d.hops). d.mu is held.
+func (d *Datapath) writeNextHops() error {
+	want := map[ingressEndpointKey]ingressNextHop{}
+	var ifindexes []int
+	for _, nh := range d.hopsWanted {
+		if nh.Flags&nextHopMAC != 0 && !slices.Contains(ifindexes, int(nh.Ifindex)) {
+			ifindexes = append(ifindexes, int(nh.Ifindex))
+		}
+	}
+	// An interface it cannot ask about takes no driver-mode redirect:
+	// the error is no reason to fail.
+	targets, _ := xdpTargets(ifindexes)
+	for k, nh := range d.hopsWanted {
+		if nh.Flags&nextHopMAC != 0 && targets[int(nh.Ifindex)] {
+			nh.Flags |= nextHopXDPTarget
+		}
+		want[k] = nh
+	}
 	for _, k := range slices.SortedFunc(maps.Keys(want), compareEndpointKeys) {
 		if old, ok := d.hops[k]; ok && old == want[k] {
 			continue

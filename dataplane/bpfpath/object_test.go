@@ -11,7 +11,7 @@ import (
 )
 
 // TestEmbeddedObject checks, without a kernel, that the committed object
-// holds what Load and Configure rely on: one tc program, the two outer maps
+// holds what Load and Configure rely on: a tc and an XDP program, the two outer maps
 // with their inner maps' templates (a one-element route set; tables of
 // their own size), and the flow seed as a constant the loader sets (a zero
 // seed would be nftables' "random", and no userspace path's hash).
@@ -26,6 +26,9 @@ func TestEmbeddedObject(t *testing.T) {
 	}
 	if prog.License != "Apache-2.0" {
 		t.Errorf("license %q, want the repository's Apache-2.0 (doc.go)", prog.License)
+	}
+	if xdp := spec.Programs[ingressProgSllbrdXdp]; xdp == nil || xdp.Type != ebpf.XDP || xdp.SectionName != "xdp" || xdp.License != "Apache-2.0" {
+		t.Errorf("program %s: %+v, want an Apache-2.0 XDP program in section xdp (not xdp.frags: it takes linear frames only)", ingressProgSllbrdXdp, xdp)
 	}
 	routes, tables := spec.Maps[ingressMapVipRoutes], spec.Maps[ingressMapMaglevTables]
 	if routes == nil || routes.Type != ebpf.HashOfMaps || routes.Flags != unix.BPF_F_NO_PREALLOC || routes.InnerMap == nil ||
@@ -46,6 +49,7 @@ func TestEmbeddedObject(t *testing.T) {
 		ingressMapEndpointCounters: {ebpf.PerCPUHash, unix.BPF_F_NO_PREALLOC, unsafe.Sizeof(ingressCount{})},
 		ingressMapActionCounters:   {ebpf.PerCPUArray, 0, unsafe.Sizeof(ingressCount{})},
 		ingressMapNextHops:         {ebpf.Hash, unix.BPF_F_NO_PREALLOC, unsafe.Sizeof(ingressNextHop{})},
+		ingressMapXdpIfaces:        {ebpf.Hash, 0, unsafe.Sizeof(ingressXdpIface{})},
 	} {
 		m := spec.Maps[name]
 		if m == nil || m.Type != want.typ || m.Flags != want.flags || m.ValueSize != uint32(want.value) {

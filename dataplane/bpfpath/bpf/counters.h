@@ -44,7 +44,10 @@ enum action {
 	 * unchanged, which sends ICMP fragmentation needed or packet too big,
 	 * or fragments an IPv4 packet without DF. */
 	ACTION_TOO_BIG = 5,
-	ACTION_COUNT = 6,
+	/* Decided, and redirected to its next hop by the XDP program (xdp.h),
+	 * the MACs rewritten, before the skb and the tc program. */
+	ACTION_XDP_REDIRECT = 6,
+	ACTION_COUNT = 7,
 };
 
 /* A route's counters at the index Configure gives it (struct route's

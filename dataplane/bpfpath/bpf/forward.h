@@ -24,15 +24,27 @@ struct endpoint_key {
 	__u32 family;
 };
 
+/* Flags of struct next_hop. */
+#define NEXT_HOP_MAC 1        /* mac and src_mac are known: the XDP program
+			       * may redirect (xdp.h) */
+#define NEXT_HOP_XDP_TARGET 2 /* the interface takes XDP frames
+			       * (ndo_xdp_xmit): a driver-mode XDP program
+			       * may redirect to it */
+
 /* Where an endpoint's packets of one family go: the next hop's family
  * (AF_INET or AF_INET6, struct bpf_redir_neigh's), its address as the
  * packet's bytes (IPv4 in addr[0]), the interface's index and MTU (0: not
- * known, so no packet fits and none is redirected). */
+ * known, so no packet fits and none is redirected), and for the XDP
+ * program (which has no neighbour table) the next hop's link-layer
+ * address and the interface's. */
 struct next_hop {
 	__u32 family;
 	__u32 ifindex;
 	__u32 mtu;
+	__u32 flags; /* NEXT_HOP_* */
 	__u32 addr[4];
+	__u8 mac[6];
+	__u8 src_mac[6];
 };
 
 /* struct endpoint_key -> its next hop; an endpoint without one is only
@@ -107,6 +119,23 @@ static __always_inline int too_big(struct __sk_buff *skb, const struct flow *f, 
 }
 
 /*
+ * ipv4_decrement_ttl decrements the TTL of the IPv4 header at ip (its
+ * first 20 bytes checked to be there) and updates its checksum as the
+ * kernel's ip_decrease_ttl does.
+ */
+static __always_inline void ipv4_decrement_ttl(__u8 *ip)
+{
+	/* The TTL is the high byte of the header's fifth 16-bit word: one
+	 * less lowers the sum by 0x0100, so the checksum (its complement)
+	 * rises by 0x0100, in one's complement. */
+	__u32 check = be16_at(ip + 10) + 0x0100;
+	check += check >= 0xffff;
+	ip[10] = check >> 8;
+	ip[11] = check;
+	ip[8]--;
+}
+
+/*
  * decrement_ttl decrements the TTL (IPv4, updating the header checksum
  * as the kernel's ip_decrease_ttl does) or hop limit (IPv6, updating the
  * skb's packet checksum, if it has one) of skb's
@@ -122,14 +151,7 @@ static __always_inline int decrement_ttl(struct __sk_buff *skb, __u8 family)
 	if (family == 4) {
 		if ((void *)(ip + IPV4_MIN_HLEN) > data_end || ip[8] <= 1)
 			return -1;
-		/* The TTL is the high byte of the header's fifth 16-bit word:
-		 * one less lowers the sum by 0x0100, so the checksum (its
-		 * complement) rises by 0x0100, in one's complement. */
-		__u32 check = be16_at(ip + 10) + 0x0100;
-		check += check >= 0xffff;
-		ip[10] = check >> 8;
-		ip[11] = check;
-		ip[8]--;
+		ipv4_decrement_ttl(ip);
 		return 0;
 	}
 	if ((void *)(ip + IPV6_HLEN) > data_end || ip[7] <= 1)

@@ -36,6 +36,10 @@ typedef __u32 __wsum;
  * TCX_NEXT: the next program, or the stack. */
 #define TC_ACT_UNSPEC (-1)
 
+/* XDP verdicts (enum xdp_action, include/uapi/linux/bpf.h). */
+#define XDP_PASS 2
+#define XDP_REDIRECT 4
+
 /* bpf_skb_store_bytes's flag: update skb->csum (CHECKSUM_COMPLETE). */
 #define BPF_F_RECOMPUTE_CSUM (1ULL << 0)
 
@@ -103,6 +107,16 @@ _Static_assert(__builtin_offsetof(struct __sk_buff, cb) == 48, "__sk_buff cb");
 _Static_assert(__builtin_offsetof(struct __sk_buff, data) == 76, "__sk_buff data");
 _Static_assert(__builtin_offsetof(struct __sk_buff, data_end) == 80, "__sk_buff data_end");
 _Static_assert(__builtin_offsetof(struct __sk_buff, gso_size) == 176, "__sk_buff gso_size");
+
+/* struct xdp_md (include/uapi/linux/bpf.h), the XDP program's context. */
+struct xdp_md {
+	__u32 data;
+	__u32 data_end;
+	__u32 data_meta;
+	__u32 ingress_ifindex;
+	__u32 rx_queue_index;
+	__u32 egress_ifindex;
+};
 
 /* libbpf's helper declarations and SEC/__uint macros (libbpf-dev), which
  * need the types above. */

@@ -193,6 +193,22 @@ static __always_inline int parse_ipv6(const __u8 *ip, void *data_end, __u32 len,
 }
 
 /*
+ * parse_frame parses the Ethernet frame at eth, of which len bytes follow
+ * the Ethernet header (the whole packet's, linear or not), into f: both
+ * front ends' parser (the tc program's skb, the XDP program's frame).
+ */
+static __always_inline enum status parse_frame(const __u8 *eth, void *data_end, __u32 len, struct flow *f)
+{
+	switch (be16_at(eth + 12)) {
+	case ETH_P_IP:
+		return parse_ipv4(eth + ETH_HLEN, data_end, len, f);
+	case ETH_P_IPV6:
+		return parse_ipv6(eth + ETH_HLEN, data_end, len, f);
+	}
+	return STATUS_PUNT_NOT_IP;
+}
+
+/*
  * parse_flow parses the Ethernet frame of skb into f. It is a function of
  * its own (a BPF-to-BPF call) so that its return type, enum status, is in
  * the object's BTF, where bpf2go finds it for Go (-type status).
@@ -204,14 +220,7 @@ static __noinline enum status parse_flow(struct __sk_buff *skb, struct flow *f)
 
 	if ((void *)(eth + ETH_HLEN) > data_end)
 		return STATUS_PUNT_MALFORMED;
-	__u32 len = skb->len - ETH_HLEN;
-	switch (be16_at(eth + 12)) {
-	case ETH_P_IP:
-		return parse_ipv4(eth + ETH_HLEN, data_end, len, f);
-	case ETH_P_IPV6:
-		return parse_ipv6(eth + ETH_HLEN, data_end, len, f);
-	}
-	return STATUS_PUNT_NOT_IP;
+	return parse_frame(eth, data_end, skb->len - ETH_HLEN, f);
 }
 
 #endif
