@@ -4,28 +4,35 @@
 //
 // It builds sllbrd, builds a lab, and then, for a few rounds, alternates a
 // bounded blast through plain kernel forwarding (ECMP in lb1) with the same
-// blast through sllbrd in lb1, with both dataplanes (--dataplane nfqueue:
-// every packet decided in userspace; --dataplane kernel: decided by
-// nftables rules, fragments and ICMP errors in userspace), in two
-// placements: NFQLB's (one sender on CPU 0, sllbrd pinned to CPU 1) and an
-// unpinned one (a sender per CPU, sllbrd with a queue per CPU spread by
-// CPU), and the kernel path with 10% of the flows fragmented (the mixed
-// case). In both placements it also measures the nftables floor
-// (floor.go): the least any nftables Maglev decision does, one rule and
-// one map lookup setting the mark, with policy routing, and no sllbrd. It
-// records the received rate, loss, the machine's CPU time per packet
-// (/proc/stat) and, for sllbrd, its own CPU time, RSS and nfqueue
-// metrics. It then finds the highest offered rate each unpinned setup
-// (kernel forwarding, nfqueue, kernel path) carries with less than 0.1%
-// loss and, when perf(1) works, profiles every CPU during a blast through
-// each and the floor, three times in turn (-profile-rounds), keeping the
-// packet path's tasks, and reports the share of their samples in the
-// decision (netfilter, nf_tables, jhash, policy rules) with the ratio to
-// forwarding it implies. It prints one
-// table with medians and spreads, the ratios sllbrd/kernel forwarding
-// and kernel path/nfqueue, compared with their goals (NFQLB's share for
-// nfqueue, 0.95 of kernel forwarding and 2x nfqueue for the kernel path;
-// the floor is held to the kernel path's).
+// blast through sllbrd in lb1, with its three dataplanes (--dataplane
+// nfqueue: every packet decided in userspace; --dataplane kernel: decided
+// by nftables rules, fragments and ICMP errors in userspace; --dataplane
+// bpf: decided and forwarded by an eBPF program on the routers' interface,
+// the rest as kernel), in two placements: NFQLB's (one sender on CPU 0,
+// sllbrd pinned to CPU 1) and an unpinned one (a sender per CPU, sllbrd
+// with a queue per CPU spread by CPU), and the kernel path with 10% of the
+// flows fragmented (the mixed case). In both placements it also measures
+// the nftables floor (floor.go): the least any nftables Maglev decision
+// does, one rule and one map lookup setting the mark, with policy routing,
+// and no sllbrd. It records the received rate, loss, the machine's CPU
+// time per packet (/proc/stat) and, for sllbrd, its own CPU time, RSS and
+// nfqueue metrics; with the eBPF datapath it also checks, on every blast,
+// that the program forwarded about every packet delivered
+// (sllbrd_bpf_packets_total{action="redirect"}), and fails the run when it
+// did not: the blast measured another path. It then finds the highest
+// offered rate each unpinned setup (kernel forwarding, nfqueue, kernel
+// path, eBPF) carries with less than 0.1% loss and, when perf(1) works,
+// profiles every CPU during a blast through each and the floor, three
+// times in turn (-profile-rounds), keeping the packet path's tasks, and
+// reports their CPU time per datagram with the ratio to forwarding it
+// implies, and the share of their samples in the decision (netfilter,
+// nf_tables, jhash, policy rules; the eBPF program's own code) with the
+// ratio to forwarding it implies. It prints one table with medians and
+// spreads, the ratios sllbrd/kernel forwarding, kernel path/nfqueue and
+// eBPF/kernel path, compared with their goals (NFQLB's share for nfqueue,
+// 0.95 of kernel forwarding and 2x nfqueue for the kernel path, 1.3x
+// forwarding unpinned for the eBPF datapath, 2x for its XDP variant, a
+// setup with xdpArgs; the floor is held to the kernel path's).
 //
 // Promises: it needs root and runs from the module root with no
 // arguments; every blast is bounded (seconds) and the whole run is bounded

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -77,10 +78,13 @@ func TestFloorRoutes(t *testing.T) {
 }
 
 // TestSetupsReferToForwarding: every setup is compared with a plain
-// kernel forwarding setup of its own placement measured before it.
+// kernel forwarding setup of its own placement measured before it; every
+// placement has the eBPF datapath (tc, without XDP) beside a kernel path,
+// and the unpinned one is searched and profiled.
 func TestSetupsReferToForwarding(t *testing.T) {
 	for _, senders := range []int{1, 2} {
 		ss := setups(senders)
+		bpf := map[bool]int{} // by pinned
 		for i, s := range ss {
 			if s.kernel() {
 				continue
@@ -89,7 +93,43 @@ func TestSetupsReferToForwarding(t *testing.T) {
 			if !ref.kernel() || ref.pinned != s.pinned || s.reference >= i {
 				t.Errorf("%s refers to %s (index %d of %d)", s.name, ref.name, s.reference, i)
 			}
+			if s.kind() == kindBPF {
+				bpf[s.pinned]++
+				if _, ok := (&report{setups: ss}).kernelPathOf(s); !ok || s.xdp() || s.forwardAction() != actionRedirect {
+					t.Errorf("%s: kernel path of its placement %v, xdp %v, forwarding action %s", s.name, ok, s.xdp(), s.forwardAction())
+				}
+			}
 		}
+		if bpf[false] != 1 || (ss[0].pinned && bpf[true] != 1) {
+			t.Errorf("eBPF setups by pinned: %v", bpf)
+		}
+		for name, list := range map[string][]setup{"searched": searched(ss), "profiled": profiled(ss)} {
+			var kinds []setupKind
+			for _, s := range list {
+				if s.pinned || s.fragmentEvery > 0 {
+					t.Errorf("%s: %s", name, s.name)
+				}
+				kinds = append(kinds, s.kind())
+			}
+			if !slices.Contains(kinds, kindBPF) || !slices.Contains(kinds, kindKernelPath) || !slices.Contains(kinds, kindForwarding) {
+				t.Errorf("%s: kinds %v, want forwarding, the kernel path and the eBPF datapath among them", name, kinds)
+			}
+		}
+	}
+}
+
+// TestReferToForwarding: a setup added to the list is compared with the
+// forwarding setup last before it.
+func TestReferToForwarding(t *testing.T) {
+	ss := referToForwarding([]setup{{name: "k1"}, {name: "a", dataplane: dataplaneBPF}, {name: "b", floor: true},
+		{name: "k2"}, {name: "c", dataplane: dataplaneBPF, xdpArgs: []string{"--x"}}})
+	for i, want := range []int{0, 0, 0, 0, 3} {
+		if ss[i].reference != want {
+			t.Errorf("%s refers to %d, want %d", ss[i].name, ss[i].reference, want)
+		}
+	}
+	if !ss[4].xdp() || ss[1].xdp() || ss[4].forwardAction() != actionXDPRedirect {
+		t.Errorf("xdp: %v %v, action %s", ss[4].xdp(), ss[1].xdp(), ss[4].forwardAction())
 	}
 }
 

@@ -13,8 +13,9 @@ import (
 // setup is one way the client blasts and lb1 forwards.
 type setup struct {
 	name string
-	// dataplane is sllbrd's --dataplane (dataplaneKernel, dataplaneNFQueue);
-	// empty is plain kernel forwarding (ECMP routes in lb1, no sllbrd).
+	// dataplane is sllbrd's --dataplane (dataplaneKernel, dataplaneBPF,
+	// dataplaneNFQueue); empty is plain kernel forwarding (ECMP routes in
+	// lb1, no sllbrd).
 	dataplane string
 	queues    int  // sllbrd's nfqueues
 	fanout    bool // spread over the queues by CPU (--queue-fanout)
@@ -23,19 +24,25 @@ type setup struct {
 	// both may use every CPU.
 	pinned bool
 	// reference is the index (in setups()) of the kernel forwarding setup
-	// an sllbrd setup is compared with.
+	// an sllbrd setup is compared with (set by referToForwarding).
 	reference int
 	// fragmentEvery > 0 fragments every fragmentEvery-th flow (the mixed
 	// case: those datagrams take the userspace path).
 	fragmentEvery int
 	// floor is the nftables floor (floor.go) in lb1 instead of sllbrd.
 	floor bool
+	// xdpArgs, with dataplaneBPF, are the sllbrd flags that attach its
+	// program at XDP too: the setup is held to bpfXDPOfForwarding instead
+	// of bpfOfForwarding, and its program must forward the packets at XDP
+	// (actionXDPRedirect). None: the tc program only.
+	xdpArgs []string
 }
 
 // Values of sllbrd's --dataplane.
 const (
 	dataplaneKernel  = "kernel"
 	dataplaneNFQueue = "nfqueue"
+	dataplaneBPF     = "bpf"
 )
 
 // setupKind is what forwards in lb1.
@@ -46,6 +53,7 @@ const (
 	kindNFQueue                     // sllbrd --dataplane nfqueue
 	kindKernelPath                  // sllbrd --dataplane kernel
 	kindFloor                       // the nftables floor (floor.go)
+	kindBPF                         // sllbrd --dataplane bpf
 )
 
 func (s setup) kind() setupKind {
@@ -56,9 +64,14 @@ func (s setup) kind() setupKind {
 		return kindNFQueue
 	case s.dataplane == dataplaneKernel:
 		return kindKernelPath
+	case s.dataplane == dataplaneBPF:
+		return kindBPF
 	}
 	return kindForwarding
 }
+
+// xdp reports whether s runs sllbrd's eBPF program at XDP too.
+func (s setup) xdp() bool { return s.kind() == kindBPF && len(s.xdpArgs) > 0 }
 
 // kernel reports whether s is plain kernel forwarding.
 func (s setup) kernel() bool { return s.kind() == kindForwarding }
@@ -67,9 +80,11 @@ func (s setup) kernel() bool { return s.kind() == kindForwarding }
 type sample struct {
 	blast lab.BlastResult
 	// For sllbrd only: its CPU time during the blast, resources after it
-	// and its nfqueue counters' increase.
+	// and its nfqueue counters' increase; with the eBPF datapath, its
+	// counters' increase too.
 	cpu lab.ProcStats
 	nfq nfqCounters
+	bpf bpfCounters
 	// machine is the busy time of all CPUs during the blast (the client,
 	// the forwarding and whatever else runs on the shared machine).
 	machine time.Duration
@@ -90,7 +105,7 @@ func (b *bench) measure(ctx context.Context, s setup) (sample, error) {
 	}
 	var smp sample
 	err := b.with(ctx, s, func(inst *e2e.Instance) (err error) {
-		smp, err = b.measureInstance(ctx, inst, b.blastOptions(s, 0))
+		smp, err = b.measureInstance(ctx, inst, s, b.blastOptions(s, 0))
 		return err
 	})
 	return smp, err
@@ -126,10 +141,11 @@ func (b *bench) placeClient(s setup) error {
 	return pinProcess(os.Getpid())
 }
 
-// measureInstance blasts at rate (0: unbounded) through lb1 and records the
-// machine's CPU time and, with a running sllbrd (inst not nil), its CPU
-// time, RSS and nfqueue counters.
-func (b *bench) measureInstance(ctx context.Context, inst *e2e.Instance, o lab.BlastOptions) (sample, error) {
+// measureInstance blasts as o says through lb1 forwarding as s and records
+// the machine's CPU time and, with a running sllbrd (inst not nil), its CPU
+// time, RSS and nfqueue counters, and with the eBPF datapath its counters,
+// which must show that its program forwarded the blast (checkForwarded).
+func (b *bench) measureInstance(ctx context.Context, inst *e2e.Instance, s setup, o lab.BlastOptions) (sample, error) {
 	var smp sample
 	busy0, err := readBusy()
 	if err != nil {
@@ -151,6 +167,12 @@ func (b *bench) measureInstance(ctx context.Context, inst *e2e.Instance, o lab.B
 	if err != nil {
 		return smp, err
 	}
+	var bpf0 bpfCounters
+	if s.kind() == kindBPF {
+		if bpf0, err = readBPF(inst); err != nil {
+			return smp, err
+		}
+	}
 	if smp.blast, err = b.lab.Blast(ctx, o); err != nil {
 		return smp, err
 	}
@@ -170,7 +192,14 @@ func (b *bench) measureInstance(ctx context.Context, inst *e2e.Instance, o lab.B
 	smp.cpu = lab.ProcStats{User: cpu1.User - cpu0.User, System: cpu1.System - cpu0.System,
 		RSS: cpu1.RSS, Threads: cpu1.Threads}
 	smp.nfq = nfq1.minus(nfq0)
-	return smp, nil
+	if s.kind() == kindBPF {
+		bpf1, err := readBPF(inst)
+		if err != nil {
+			return smp, err
+		}
+		smp.bpf = bpf1.minus(bpf0)
+	}
+	return smp, s.checkForwarded(smp)
 }
 
 // withSllbrd starts sllbrd in lb1 configured as s, routes the VIPs to it,
@@ -180,6 +209,7 @@ func (b *bench) withSllbrd(ctx context.Context, s setup, fn func(*e2e.Instance) 
 	if s.fanout {
 		args = append(args, "--queue-fanout")
 	}
+	args = append(args, s.xdpArgs...)
 	inst, err := e2e.Start(b.lab, lab.LBName(1), b.bin, b.manifests, args...)
 	if err != nil {
 		return err

@@ -83,7 +83,7 @@ func (b *bench) profile(ctx context.Context, s setup) *profileResult {
 			return fmt.Errorf("perf record: %w", err)
 		}
 		time.Sleep(200 * time.Millisecond) // perf attaches
-		smp, err := b.measureInstance(ctx, inst, b.blastOptions(s, 0))
+		smp, err := b.measureInstance(ctx, inst, s, b.blastOptions(s, 0))
 		if werr := rec.Wait(); err == nil && werr != nil {
 			err = fmt.Errorf("perf record: %w", werr)
 		}

@@ -108,63 +108,132 @@ func (r *report) write(w io.Writer) {
 			p.write(w)
 		}
 	}
+	r.writeCPUPerPacket(w)
 	r.writeDecisionShares(w)
+}
+
+// profilesBySetup groups the profiles that have one (no note) by setup,
+// in the order of their first profile.
+func (r *report) profilesBySetup() (order []string, by map[string][]*profileResult) {
+	by = map[string][]*profileResult{}
+	for _, p := range r.profiles {
+		if p.note != "" {
+			continue
+		}
+		if by[p.setup] == nil {
+			order = append(order, p.setup)
+		}
+		by[p.setup] = append(by[p.setup], p)
+	}
+	return order, by
+}
+
+// forwardingProfiles returns forwarding's profiles by round, and its
+// setup's name.
+func (r *report) forwardingProfiles() (map[int]*profileResult, string) {
+	base, name := map[int]*profileResult{}, ""
+	for _, p := range r.profiles {
+		if p.kind == kindForwarding && p.note == "" {
+			base[p.round], name = p, p.setup
+		}
+	}
+	return base, name
 }
 
 // writeDecisionShares prints, per profiled setup, the spread of its
 // profiles' decisionShare and, for the kernel path and the floor, of the
 // ratios they imply against forwarding's profile of the same round
-// (estimatedRatio), with the first profile's decision symbols.
+// (estimatedRatio), for the eBPF datapath its program's share
+// (programShare), with the first profile's decision symbols.
 func (r *report) writeDecisionShares(w io.Writer) {
-	base := map[int]float64{} // forwarding's share by round
-	var fwd string
-	for _, p := range r.profiles {
-		if p.kind == kindForwarding && p.note == "" {
-			base[p.round], fwd = decisionShare(p.bySym), p.setup
-		}
-	}
+	base, fwd := r.forwardingProfiles()
 	if len(base) == 0 {
 		return
 	}
-	type shares struct {
-		first           *profileResult
-		share, estimate []float64
-	}
-	var order []string
-	by := map[string]*shares{}
-	for _, p := range r.profiles {
-		if p.note != "" {
-			continue
-		}
-		a := by[p.setup]
-		if a == nil {
-			a = &shares{first: p}
-			by[p.setup], order = a, append(order, p.setup)
-		}
-		d := decisionShare(p.bySym)
-		a.share = append(a.share, d)
-		if b, ok := base[p.round]; ok && (p.kind == kindKernelPath || p.kind == kindFloor) {
-			a.estimate = append(a.estimate, estimatedRatio(d, b))
-		}
-	}
 	fmt.Fprintf(w, "\nthe decision's share of the packet path's samples (netfilter, nf_tables, jhash, policy rules; %s), median [min-max] of the profiles:\n",
 		strings.Join(decisionPrefixes, " "))
+	order, by := r.profilesBySetup()
 	for _, name := range order {
-		a := by[name]
-		line := fmt.Sprintf("  %s: %s%% (%d profiles)", name, summarize(a.share).format(1, 1), len(a.share))
-		if len(a.estimate) > 0 {
+		ps := by[name]
+		var share, estimate, program []float64
+		for _, p := range ps {
+			d := decisionShare(p.bySym)
+			share = append(share, d)
+			if b, ok := base[p.round]; ok && (p.kind == kindKernelPath || p.kind == kindFloor) {
+				estimate = append(estimate, estimatedRatio(d, decisionShare(b.bySym)))
+			}
+			if p.kind == kindBPF {
+				program = append(program, programShare(p.bySym))
+			}
+		}
+		line := fmt.Sprintf("  %s: %s%% (%d profiles)", name, summarize(share).format(1, 1), len(share))
+		if len(estimate) > 0 {
 			line += fmt.Sprintf(": %s of %s if the rest of a packet's work cost the same (estimate; goal %.2f)",
-				summarize(a.estimate).format(1, 3), fwd, kernelPathOfForwarding)
+				summarize(estimate).format(1, 3), fwd, kernelPathOfForwarding)
+		}
+		if len(program) > 0 {
+			line += fmt.Sprintf("; sllbrd's eBPF program's own code (bpf_prog_*_sllbrd_*) %s%%", summarize(program).format(1, 1))
 		}
 		fmt.Fprintln(w, line)
 		var parts []string
-		for _, s := range decisionSymbols(a.first.bySym) {
+		for _, s := range decisionSymbols(ps[0].bySym) {
 			if s.percent >= decisionDetail {
 				parts = append(parts, fmt.Sprintf("%s %.2f", s.what, s.percent))
 			}
 		}
 		fmt.Fprintf(w, "    first profile: %s\n", strings.Join(parts, ", "))
 	}
+}
+
+// writeCPUPerPacket prints, per profiled setup, the spread of its
+// profiles' CPU time per received datagram (the packet path's tasks) and,
+// for the others, forwarding's over it in the same round: the ratio to
+// forwarding that this cost implies where CPU bounds the rate, with the
+// setup's goal (goal) when it has one (an estimate: no verdict).
+func (r *report) writeCPUPerPacket(w io.Writer) {
+	base, fwd := r.forwardingProfiles()
+	order, by := r.profilesBySetup()
+	if len(order) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nCPU per received datagram of the packet path's tasks (perf), median [min-max] of the profiles; x: that of %s over it, in the same round: the ratio to forwarding it implies where CPU bounds the rate:\n", fwd)
+	for _, name := range order {
+		var us, implied []float64
+		kind := by[name][0].kind
+		for _, p := range by[name] {
+			if p.perPacket <= 0 {
+				continue
+			}
+			us = append(us, float64(p.perPacket.Nanoseconds())/1e3)
+			if b, ok := base[p.round]; ok && b.perPacket > 0 && kind != kindForwarding {
+				implied = append(implied, float64(b.perPacket)/float64(p.perPacket))
+			}
+		}
+		if len(us) == 0 {
+			continue
+		}
+		line := fmt.Sprintf("  %s: %s us (%d profiles)", name, summarize(us).format(1, 2), len(us))
+		if len(implied) > 0 {
+			q := summarize(implied)
+			line += fmt.Sprintf(": %sx", q.format(1, 2))
+			if s, ok := r.setupNamed(name); ok {
+				if want, what, ok := goal(s); ok {
+					line += fmt.Sprintf(" (%s goal %.2f)", what, want)
+				}
+			}
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+// setupNamed is the setup called name.
+func (r *report) setupNamed(name string) (setup, bool) {
+	for _, s := range r.setups {
+		if s.name == name {
+			return s, true
+		}
+	}
+	return setup{}, false
 }
 
 // decisionDetail is the smallest share of a decision symbol listed.
@@ -209,37 +278,77 @@ func fraction(part, whole time.Duration) float64 {
 	return float64(part) / float64(whole)
 }
 
-// writeVerdict compares each sllbrd setup's ratio with its goal: NFQLB's
-// share in the same placement for the nfqueue dataplane, 0.95 of kernel
-// forwarding for the kernel path and the nftables floor (which bounds
-// what the kernel path can reach); the kernel path with the nfqueue
-// dataplane unpinned (at least 2x). The mixed case has no goal of its own:
-// it is compared with the pure kernel path (its sender, which fragments,
-// sets its rate).
+// goal is what s's ratio to kernel forwarding of its placement should
+// reach, and whose goal that is: NFQLB's share in the same placement for
+// the nfqueue dataplane; 0.95 for the kernel path and the nftables floor
+// (which bounds what the kernel path can reach); 1.3 for the eBPF
+// datapath unpinned, 2 at XDP. ok is false for the setups held to none:
+// kernel forwarding, the mixed case (compared with the pure kernel path:
+// its sender, which fragments, sets its rate) and the eBPF datapath pinned
+// (its goal is unpinned; pinned, it is reported).
+func goal(s setup) (ratio float64, what string, ok bool) {
+	switch {
+	case s.kernel() || s.fragmentEvery > 0 || (s.kind() == kindBPF && s.pinned):
+		return 0, "", false
+	case s.floor:
+		return kernelPathOfForwarding, "(the least any nftables Maglev ruleset does) the kernel path's", true
+	case s.kind() == kindKernelPath:
+		return kernelPathOfForwarding, "the kernel path's", true
+	case s.xdp():
+		return bpfXDPOfForwarding, "the eBPF datapath's at XDP", true
+	case s.kind() == kindBPF:
+		return bpfOfForwarding, "the eBPF datapath's", true
+	case s.pinned:
+		return nfqlbRatio, "NFQLB's", true
+	}
+	return nfqlbRatioUnpinned, "NFQLB's (unpinned)", true
+}
+
+// kernelPathOf is the kernel path setup (without fragments) of s's
+// placement.
+func (r *report) kernelPathOf(s setup) (setup, bool) {
+	for _, k := range r.setups {
+		if k.kind() == kindKernelPath && k.pinned == s.pinned && k.fragmentEvery == 0 {
+			return k, true
+		}
+	}
+	return setup{}, false
+}
+
+// writeVerdict compares each sllbrd setup's ratio with its goal, the
+// kernel path with the nfqueue dataplane unpinned (at least 2x), the eBPF
+// datapath with the kernel path of its placement (and says how much of the
+// blast its program forwarded), and the mixed case with the pure kernel
+// path.
 func (r *report) writeVerdict(w io.Writer) {
 	fmt.Fprintln(w)
 	for _, s := range r.setups {
 		if s.kernel() || s.fragmentEvery > 0 {
 			continue
 		}
-		goal, what := nfqlbRatio, "NFQLB's"
-		switch {
-		case s.floor:
-			goal, what = kernelPathOfForwarding, "(the least any nftables Maglev ruleset does) the kernel path's"
-		case s.dataplane == dataplaneKernel:
-			goal, what = kernelPathOfForwarding, "the kernel path's"
-		case !s.pinned:
-			goal, what = nfqlbRatioUnpinned, "NFQLB's (unpinned)"
+		q, ref := r.ratios(s), r.setups[s.reference].name
+		want, what, ok := goal(s)
+		if !ok {
+			fmt.Fprintf(w, "%s: %s of %s (median): no goal in this placement (reported)\n", s.name, q.format(1, 2), ref)
+			continue
 		}
-		q := r.ratios(s)
-		fmt.Fprintf(w, "%s: %s of %s (median): %s %s goal %.2f\n",
-			s.name, q.format(1, 2), r.setups[s.reference].name, meets(q.median >= goal), what, goal)
+		fmt.Fprintf(w, "%s: %s of %s (median): %s %s goal %.2f\n", s.name, q.format(1, 2), ref, meets(q.median >= want), what, want)
 	}
 	kp, okK := unpinned(r.setups, dataplaneKernel)
 	nq, okN := unpinned(r.setups, dataplaneNFQueue)
 	if okK && okN {
 		q := r.ratiosTo(kp, nq)
 		fmt.Fprintf(w, "%s / %s: %sx (median of the rounds): %s the goal %.1fx\n", kp.name, nq.name, q.format(1, 2), meets(q.median >= kernelPathOfNFQueue), kernelPathOfNFQueue)
+	}
+	for _, s := range r.setups {
+		if s.kind() != kindBPF {
+			continue
+		}
+		if k, ok := r.kernelPathOf(s); ok {
+			fmt.Fprintf(w, "%s / %s: %sx (median of the rounds)\n", s.name, k.name, r.ratiosTo(s, k).format(1, 2))
+		}
+		fwd := column(r.samples[s.name], s.forwardedShare)
+		fmt.Fprintf(w, "%s: the eBPF program forwarded (%s) %s%% of the packets delivered\n", s.name, s.forwardAction(), fwd.format(100, 1))
 	}
 	for _, s := range r.setups {
 		if s.fragmentEvery > 0 && okK {
@@ -255,15 +364,17 @@ func meets(ok bool) string {
 	return "DOES NOT MEET"
 }
 
-// writeLossFree prints each searched setup's loss-free rate and the kernel
-// path's over the others'.
+// writeLossFree prints each searched setup's loss-free rate and the
+// ratios the goals compare: the kernel path over forwarding and nfqueue,
+// the eBPF datapath over forwarding and the kernel path.
 func (r *report) writeLossFree(w io.Writer) {
 	if len(r.lossFree) == 0 {
 		return
 	}
 	fmt.Fprintf(w, "\nloss-free (<%.1f%% loss, %v probes, offered %.0f-%.0f kpps):\n", 100*lossFreeMax, searchProbeTime, searchLow/1e3, searchHigh/1e3)
-	var kernelPath, forwarding, nfq float64
+	found := map[string]*searchResult{}
 	for _, f := range r.lossFree {
+		found[f.setup] = f
 		if f.best == 0 {
 			fmt.Fprintf(w, "  %s: lost packets already at %.0f kpps offered\n", f.setup, searchLow/1e3)
 		} else {
@@ -273,22 +384,43 @@ func (r *report) writeLossFree(w io.Writer) {
 			}
 			fmt.Fprintf(w, "  %s: %.0f kpps%s\n", f.setup, f.best/1e3, limited)
 		}
-		switch f.dataplane {
-		case dataplaneKernel:
-			kernelPath = f.best
-		case dataplaneNFQueue:
-			nfq = f.best
-		default:
-			forwarding = f.best
+	}
+	// ratio is a's loss-free rate over b's, "" when either has none;
+	// marked when the client bounded either.
+	ratio := func(a, b setup, unit string) string {
+		x, y := found[a.name], found[b.name]
+		if x == nil || y == nil || x.best == 0 || y.best == 0 {
+			return ""
+		}
+		q := fmt.Sprintf("%.2f%s", x.best/y.best, unit)
+		if x.senderLimited || y.senderLimited {
+			q += " (client-bound)"
+		}
+		return q
+	}
+	fwd, _ := unpinned(r.setups, "")
+	kp, _ := unpinned(r.setups, dataplaneKernel)
+	nq, _ := unpinned(r.setups, dataplaneNFQueue)
+	var parts []string
+	if q := ratio(kp, fwd, ""); q != "" {
+		parts = append(parts, fmt.Sprintf("kernel path / kernel forwarding: %s (goal %.2f)", q, kernelPathOfForwarding))
+	}
+	if q := ratio(kp, nq, "x"); q != "" {
+		parts = append(parts, fmt.Sprintf("kernel path / nfqueue: %s (goal %.1fx)", q, kernelPathOfNFQueue))
+	}
+	for _, s := range searched(r.setups) {
+		if s.kind() != kindBPF {
+			continue
+		}
+		if q := ratio(s, fwd, "x"); q != "" {
+			want, _, _ := goal(s)
+			parts = append(parts, fmt.Sprintf("%s / kernel forwarding: %s (goal %.1fx)", s.name, q, want))
+		}
+		if q := ratio(s, kp, "x"); q != "" {
+			parts = append(parts, fmt.Sprintf("%s / kernel path: %s", s.name, q))
 		}
 	}
-	if kernelPath > 0 && forwarding > 0 {
-		fmt.Fprintf(w, "  kernel path / kernel forwarding: %.2f (goal %.2f); ", kernelPath/forwarding, kernelPathOfForwarding)
-	}
-	if kernelPath > 0 && nfq > 0 {
-		fmt.Fprintf(w, "kernel path / nfqueue: %.2fx (goal %.1fx)", kernelPath/nfq, kernelPathOfNFQueue)
-	}
-	fmt.Fprintf(w, " (NFQLB: about %d kpps)\n", nfqlbLossFreeKpps)
+	fmt.Fprintf(w, "  %s (NFQLB: about %d kpps)\n", strings.Join(parts, "; "), nfqlbLossFreeKpps)
 }
 
 // write prints the profile.

@@ -163,26 +163,98 @@ func TestReportFloor(t *testing.T) {
 		{setup: "kp", kind: kindKernelPath, round: 2, bySym: []share{{19, "[k] nft_do_chain"}, {1, "[k] jhash"}}},
 		{setup: "floor", kind: kindFloor, round: 2, note: "perf failed"},
 	}}
-	var out bytes.Buffer
-	r.write(&out)
-	text := strings.Join(strings.Fields(out.String()), " ")
-	for _, want := range []string{
+	text, out := writeReport(r)
+	wantAll(t, text, out,
 		"floor: 0.97 of kernel (median): meets (the least any nftables Maglev ruleset does) the kernel path's goal 0.95",
 		"kp: 0.90 of kernel (median): DOES NOT MEET the kernel path's goal 0.95",
 		"floor 1.0 0.97 3.00 0.00 - -",
 		"kernel: 7.5 [5.0-10.0]% (2 profiles)", "nfq: 20.0% (1 profiles) first profile: nf_queue 20.00",
 		// kp: 85/95 in round 1, 80/90 in round 2.
 		"kp: 17.5 [15.0-20.0]% (2 profiles): 0.892 [0.889-0.895] of kernel if the rest",
-		"floor: 10.0% (1 profiles): 0.947 of kernel if the rest", "first profile: nft_do_chain 15.00",
-	} {
-		if !strings.Contains(text, want) {
-			t.Errorf("report lacks %q:\n%s", want, out.String())
+		"floor: 10.0% (1 profiles): 0.947 of kernel if the rest", "first profile: nft_do_chain 15.00")
+	if strings.Contains(text, "nfq: 20.0% (1 profiles):") {
+		t.Errorf("the nfqueue dataplane's decision (in userspace) got an estimate:\n%s", out)
+	}
+	if n := strings.Count(out, "profile of kp"); n != 1 {
+		t.Errorf("%d symbol lists of kp, want the first round's only:\n%s", n, out)
+	}
+}
+
+// TestReportBPF: the eBPF datapath is held to 1.3x forwarding unpinned
+// (2x at XDP) and reported pinned with no goal; it is compared with the
+// kernel path of its placement, by received rate and loss-free rate; its
+// program's forwarded share, its CPU per datagram with the ratio it
+// implies against forwarding's profile of the same round, and its
+// program's share of the samples are printed.
+func TestReportBPF(t *testing.T) {
+	ss := referToForwarding([]setup{
+		{name: "k1", senders: 1, pinned: true},
+		{name: "kp1", dataplane: dataplaneKernel, queues: 1, pinned: true},
+		{name: "bpf1", dataplane: dataplaneBPF, queues: 1, pinned: true},
+		{name: "k2", senders: 2},
+		{name: "kp2", dataplane: dataplaneKernel, queues: 2},
+		{name: "bpf2", dataplane: dataplaneBPF, queues: 2},
+		{name: "xdp2", dataplane: dataplaneBPF, queues: 2, xdpArgs: []string{"--some-xdp-flag"}},
+	})
+	proc := lab.ProcStats{User: time.Millisecond, RSS: 20 << 20}
+	r := &report{setups: ss, samples: map[string][]sample{
+		"k1":   {{blast: blastAt(1000, 1000)}, {blast: blastAt(1000, 1000)}},
+		"kp1":  {{blast: blastAt(1000, 900), cpu: proc}, {blast: blastAt(1000, 900), cpu: proc}},
+		"bpf1": {{blast: blastAt(1200, 1200), cpu: proc, bpf: bpfCounters{"redirect": 1200}}, {blast: blastAt(1100, 1100), cpu: proc, bpf: bpfCounters{"redirect": 1100}}},
+		"k2":   {{blast: blastAt(1000, 1000)}, {blast: blastAt(2000, 2000)}},
+		"kp2":  {{blast: blastAt(1000, 800), cpu: proc}, {blast: blastAt(2000, 1600), cpu: proc}},
+		"bpf2": {{blast: blastAt(1500, 1500), cpu: proc, bpf: bpfCounters{"redirect": 1500}}, {blast: blastAt(2400, 2400), cpu: proc, bpf: bpfCounters{"redirect": 2376}}},
+		"xdp2": {{blast: blastAt(1900, 1900), cpu: proc, bpf: bpfCounters{"xdp-redirect": 1900}}, {blast: blastAt(3800, 3800), cpu: proc, bpf: bpfCounters{"xdp-redirect": 3800}}},
+	}, lossFree: []*searchResult{
+		{setup: "k2", best: 500e3, senderLimited: true}, {setup: "kp2", best: 400e3},
+		{setup: "bpf2", best: 600e3}, {setup: "xdp2", best: 0},
+	}, profiles: []*profileResult{
+		{setup: "k2", kind: kindForwarding, round: 1, perPacket: 3000 * time.Nanosecond, bySym: []share{{5, "[k] nf_hook_slow"}}},
+		{setup: "kp2", kind: kindKernelPath, round: 1, perPacket: 3500 * time.Nanosecond, bySym: []share{{15, "[k] nft_do_chain"}}},
+		{setup: "bpf2", kind: kindBPF, round: 1, perPacket: 2000 * time.Nanosecond,
+			bySym: []share{{6, "[k] bpf_prog_6deef7357e7b4530_sllbrd_ingress"}, {1, "[k] nf_hook_slow"}}},
+		{setup: "k2", kind: kindForwarding, round: 2, perPacket: 4000 * time.Nanosecond},
+		{setup: "bpf2", kind: kindBPF, round: 2, perPacket: 2500 * time.Nanosecond, bySym: []share{{4, "[k] bpf_prog_6deef7357e7b4530_sllbrd_ingress"}}},
+		{setup: "xdp2", kind: kindBPF, round: 1, note: "perf failed"},
+	}}
+	text, out := writeReport(r)
+	wantAll(t, text, out,
+		"bpf1: 1.15 [1.10-1.20] of k1 (median): no goal in this placement (reported)",
+		"bpf2: 1.35 [1.20-1.50] of k2 (median): meets the eBPF datapath's goal 1.30",
+		"xdp2: 1.90 of k2 (median): DOES NOT MEET the eBPF datapath's at XDP goal 2.00",
+		"bpf1 / kp1: 1.28 [1.22-1.33]x (median of the rounds)",
+		"bpf2 / kp2: 1.69 [1.50-1.88]x (median of the rounds)",
+		"xdp2 / kp2: 2.38x (median of the rounds)",
+		"bpf2: the eBPF program forwarded (redirect) 99.5 [99.0-100.0]% of the packets delivered",
+		"xdp2: the eBPF program forwarded (xdp-redirect) 100.0% of the packets delivered",
+		"bpf2 / kernel forwarding: 1.20x (client-bound) (goal 1.3x); bpf2 / kernel path: 1.50x",
+		"xdp2: lost packets already at 20 kpps offered",
+		"k2: 3.50 [3.00-4.00] us (2 profiles)",
+		"kp2: 3.50 us (1 profiles): 0.86x (the kernel path's goal 0.95)",
+		"bpf2: 2.25 [2.00-2.50] us (2 profiles): 1.55 [1.50-1.60]x (the eBPF datapath's goal 1.30)",
+		"bpf2: 0.5 [0.0-1.0]% (2 profiles); sllbrd's eBPF program's own code (bpf_prog_*_sllbrd_*) 5.0 [4.0-6.0]%",
+		"bpf2 1.9 [1.5-2.4] 1.35 [1.20-1.50] 0.00")
+	for _, absent := range []string{"xdp2 / kernel forwarding", "k2: 3.50 [3.00-4.00] us (2 profiles):"} {
+		if strings.Contains(text, absent) {
+			t.Errorf("report has %q:\n%s", absent, out)
 		}
 	}
-	if strings.Contains(text, "nfq: 20.0% (1 profiles):") {
-		t.Errorf("the nfqueue dataplane's decision (in userspace) got an estimate:\n%s", out.String())
-	}
-	if n := strings.Count(out.String(), "profile of kp"); n != 1 {
-		t.Errorf("%d symbol lists of kp, want the first round's only:\n%s", n, out.String())
+}
+
+// writeReport writes r and returns its text with every run of white space
+// made one space (text), and as written (out).
+func writeReport(r *report) (text, out string) {
+	var b bytes.Buffer
+	r.write(&b)
+	return strings.Join(strings.Fields(b.String()), " "), b.String()
+}
+
+// wantAll fails t for every string of wants that text lacks.
+func wantAll(t *testing.T, text, out string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
 	}
 }

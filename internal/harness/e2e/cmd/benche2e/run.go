@@ -34,53 +34,83 @@ var (
 	}
 )
 
-// setups are what every round measures, each sllbrd setup right after its
+// setups are what every round measures, each sllbrd setup after its
 // kernel forwarding reference. With two CPUs or more: NFQLB's placement (one
 // sender on one CPU, the LB process on the other) and an unpinned one
 // (a sender per CPU, sllbrd with a queue per CPU spread by CPU), each with
-// the nfqueue dataplane, the kernel path and the nftables floor (floor.go),
-// and the kernel path with 10% of the flows fragmented (their datagrams
-// take the userspace path).
+// the nfqueue dataplane, the kernel path, the eBPF datapath and the
+// nftables floor (floor.go), and the kernel path with 10% of the flows
+// fragmented (their datagrams take the userspace path).
+//
+// A setup added to a placement's list is compared with that placement's
+// forwarding, searched and profiled when unpinned (searched, profiled) and
+// held to its kind's goal (goal); an XDP variant of the eBPF datapath is a
+// setup of dataplaneBPF with the sllbrd flags that attach it at XDP as
+// xdpArgs.
 func setups(senders int) []setup {
 	n := runtime.NumCPU()
 	if n < 2 {
-		return []setup{{name: "kernel forwarding", senders: senders},
+		return referToForwarding([]setup{{name: "kernel forwarding", senders: senders},
 			{name: "sllbrd nfqueue, 1 queue", dataplane: dataplaneNFQueue, queues: 1, senders: senders},
-			{name: "sllbrd kernel path", dataplane: dataplaneKernel, queues: 1, senders: senders}}
+			{name: "sllbrd kernel path", dataplane: dataplaneKernel, queues: 1, senders: senders},
+			{name: "sllbrd bpf", dataplane: dataplaneBPF, queues: 1, senders: senders}})
 	}
-	return []setup{
+	return referToForwarding([]setup{
 		{name: fmt.Sprintf("kernel, 1 sender on CPU %d", clientCPU), senders: 1, pinned: true},
-		{name: fmt.Sprintf("nfqueue, 1 queue on CPU %d", lbCPU), dataplane: dataplaneNFQueue, queues: 1, senders: 1, pinned: true, reference: 0},
-		{name: fmt.Sprintf("kernel path, sllbrd on CPU %d", lbCPU), dataplane: dataplaneKernel, queues: 1, senders: 1, pinned: true, reference: 0},
-		{name: "nftables floor, 1 sender", floor: true, senders: 1, pinned: true, reference: 0},
+		{name: fmt.Sprintf("nfqueue, 1 queue on CPU %d", lbCPU), dataplane: dataplaneNFQueue, queues: 1, senders: 1, pinned: true},
+		{name: fmt.Sprintf("kernel path, sllbrd on CPU %d", lbCPU), dataplane: dataplaneKernel, queues: 1, senders: 1, pinned: true},
+		{name: fmt.Sprintf("bpf, sllbrd on CPU %d", lbCPU), dataplane: dataplaneBPF, queues: 1, senders: 1, pinned: true},
+		{name: "nftables floor, 1 sender", floor: true, senders: 1, pinned: true},
 		{name: fmt.Sprintf("kernel, %d senders", senders), senders: senders},
-		{name: fmt.Sprintf("nfqueue, %d queues fanout", n), dataplane: dataplaneNFQueue, queues: n, fanout: true, senders: senders, reference: 4},
-		{name: "kernel path, unpinned", dataplane: dataplaneKernel, queues: n, fanout: true, senders: senders, reference: 4},
-		{name: "nftables floor, unpinned", floor: true, senders: senders, reference: 4},
-		{name: "kernel path, 10% fragmented", dataplane: dataplaneKernel, queues: n, fanout: true, senders: senders, reference: 4, fragmentEvery: 10},
-	}
+		{name: fmt.Sprintf("nfqueue, %d queues fanout", n), dataplane: dataplaneNFQueue, queues: n, fanout: true, senders: senders},
+		{name: "kernel path, unpinned", dataplane: dataplaneKernel, queues: n, fanout: true, senders: senders},
+		{name: "bpf, unpinned", dataplane: dataplaneBPF, queues: n, fanout: true, senders: senders},
+		{name: "nftables floor, unpinned", floor: true, senders: senders},
+		{name: "kernel path, 10% fragmented", dataplane: dataplaneKernel, queues: n, fanout: true, senders: senders, fragmentEvery: 10},
+	})
 }
 
-// unpinned returns the unpinned setup of a dataplane ("" for kernel
-// forwarding), without fragments: the loss-free searches and profiles.
+// referToForwarding sets the reference of every setup but kernel
+// forwarding to the kernel forwarding setup last before it in ss.
+func referToForwarding(ss []setup) []setup {
+	ref := 0
+	for i := range ss {
+		if ss[i].kernel() {
+			ref = i
+		} else {
+			ss[i].reference = ref
+		}
+	}
+	return ss
+}
+
+// unpinned returns the first unpinned setup of a dataplane ("" for kernel
+// forwarding) without fragments or XDP, as the goals compare them.
 func unpinned(ss []setup, dataplane string) (setup, bool) {
-	for _, s := range ss {
-		if s.dataplane == dataplane && !s.floor && !s.pinned && s.fragmentEvery == 0 {
+	for _, s := range searched(ss) {
+		if s.dataplane == dataplane && !s.xdp() {
 			return s, true
 		}
 	}
 	return setup{}, false
 }
 
-// profiled are the setups profiled: the unpinned ones of each dataplane
-// and the unpinned floor.
-func profiled(ss []setup) []setup {
+// searched are the setups whose loss-free rate is searched: the unpinned
+// ones without fragments, kernel forwarding and sllbrd's.
+func searched(ss []setup) []setup {
 	var out []setup
-	for _, dp := range []string{"", dataplaneNFQueue, dataplaneKernel} {
-		if s, ok := unpinned(ss, dp); ok {
+	for _, s := range ss {
+		if !s.floor && !s.pinned && s.fragmentEvery == 0 {
 			out = append(out, s)
 		}
 	}
+	return out
+}
+
+// profiled are the setups profiled: the searched ones and the unpinned
+// floor.
+func profiled(ss []setup) []setup {
+	out := searched(ss)
 	for _, s := range ss {
 		if s.floor && !s.pinned {
 			out = append(out, s)
@@ -107,18 +137,15 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			rep.samples[s.name] = append(rep.samples[s.name], smp)
 		}
 	}
-	for _, dp := range []string{"", dataplaneNFQueue, dataplaneKernel} {
-		s, ok := unpinned(rep.setups, dp)
-		if !ok {
-			continue
+	for _, s := range searched(rep.setups) {
+		if !o.search {
+			break
 		}
-		if o.search {
-			res, err := b.searchLossFree(ctx, s)
-			if err != nil {
-				return fmt.Errorf("loss-free search, %s: %w", s.name, err)
-			}
-			rep.lossFree = append(rep.lossFree, res)
+		res, err := b.searchLossFree(ctx, s)
+		if err != nil {
+			return fmt.Errorf("loss-free search, %s: %w", s.name, err)
 		}
+		rep.lossFree = append(rep.lossFree, res)
 	}
 	if o.profile {
 		rep.profiles = b.profiles(ctx, profiled(rep.setups), o.profileRounds)
@@ -209,6 +236,9 @@ func brief(s sample) string {
 		line += fmt.Sprintf("  cpu %.2f us/pkt (user %v sys %v)  %.1f pkts/batch  kernel drops %.0f",
 			float64(s.cpuPerPacket().Nanoseconds())/1e3, s.cpu.User, s.cpu.System, s.nfq.perBatch(),
 			s.nfq.kernelDropped+s.nfq.userDropped)
+	}
+	if s.bpf != nil {
+		line += "  bpf " + s.bpf.String()
 	}
 	return line
 }

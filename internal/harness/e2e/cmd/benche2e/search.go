@@ -35,8 +35,7 @@ func (p probe) offered() bool { return p.smp.blast.SentPPS() >= 0.95*p.rate }
 
 // searchResult is the highest offered rate found loss-free and the probes.
 type searchResult struct {
-	setup     string
-	dataplane string
+	setup string
 	// best is the highest rate received loss-free (0: not even searchLow
 	// was); senderLimited says the client could not offer more.
 	best          float64
@@ -62,7 +61,7 @@ func (r *searchResult) record(p probe) (higher bool) {
 // for the highest one s carries loss-free (one sllbrd instance, or plain
 // kernel forwarding).
 func (b *bench) searchLossFree(ctx context.Context, s setup) (*searchResult, error) {
-	res := &searchResult{setup: s.name, dataplane: s.dataplane}
+	res := &searchResult{setup: s.name}
 	if err := b.placeClient(s); err != nil {
 		return nil, err
 	}
@@ -92,7 +91,7 @@ func (b *bench) searchLossFree(ctx context.Context, s setup) (*searchResult, err
 func (b *bench) probe(ctx context.Context, inst *e2e.Instance, s setup, rate float64) (probe, error) {
 	o := b.blastOptions(s, rate)
 	o.Duration = searchProbeTime
-	smp, err := b.measureInstance(ctx, inst, o)
+	smp, err := b.measureInstance(ctx, inst, s, o)
 	if err != nil {
 		return probe{}, err
 	}
