@@ -1,11 +1,7 @@
 package dataplane
 
 import (
-	"errors"
 	"fmt"
-	"maps"
-	"net"
-	"slices"
 	"sync/atomic"
 
 	"github.com/sllbrd/sllbrd/dataplane/bpfpath"
@@ -78,79 +74,3 @@ func (p *Programmer) bpfCounters() (c bpfpath.Counts, ok bool, err error) {
 	c, err = p.bpf.Counters()
 	return c, err == nil, err
 }
-
-// NewBPFPath adapts d to BPFPath: next hops take their interface's index
-// and MTU from the calling thread's network namespace at each call.
-func NewBPFPath(d *bpfpath.Datapath) BPFPath {
-	return &bpfAdapter{d: d, links: map[string]attachment{}}
-}
-
-type bpfAdapter struct {
-	d     *bpfpath.Datapath
-	links map[string]attachment // by interface name
-}
-
-// attachment is an interface's attachment and the interface's index then.
-type attachment struct {
-	*bpfpath.Attachment
-	index int
-}
-
-func (a *bpfAdapter) Configure(in fastpath.Input) ([]string, error) {
-	rep, err := a.d.Configure(in)
-	return rep.Userspace, err
-}
-
-// SetNextHops gives the endpoints on an interface that does not exist no
-// next hop: the program hands their packets to the stack, marked, where
-// their policy route (as broken) decides.
-func (a *bpfAdapter) SetNextHops(eps []route.EndpointRoute) error {
-	hops := make([]bpfpath.NextHop, 0, len(eps))
-	ifaces := map[string]*net.Interface{}
-	for _, ep := range eps {
-		ifc, ok := ifaces[ep.Interface]
-		if !ok {
-			ifc, _ = net.InterfaceByName(ep.Interface) // nil: no next hop
-			ifaces[ep.Interface] = ifc
-		}
-		if ifc == nil {
-			continue
-		}
-		hops = append(hops, bpfpath.NextHop{Mark: ep.Mark, Via: ep.Via, Ifindex: ifc.Index, MTU: ifc.MTU})
-	}
-	return a.d.SetNextHops(hops)
-}
-
-// AttachTo attaches again to an interface whose index changed (deleted
-// and created again: the kernel dropped the old attachment with it).
-func (a *bpfAdapter) AttachTo(ifnames []string) error {
-	var errs []error
-	for _, name := range slices.Sorted(maps.Keys(a.links)) {
-		if ifc, err := net.InterfaceByName(name); err == nil && ifc.Index == a.links[name].index && slices.Contains(ifnames, name) {
-			continue
-		}
-		if err := a.links[name].Detach(); err != nil {
-			errs = append(errs, err)
-		}
-		delete(a.links, name)
-	}
-	for _, name := range ifnames {
-		if _, ok := a.links[name]; ok {
-			continue
-		}
-		ifc, err := net.InterfaceByName(name)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("interface %q: %w", name, err))
-			continue
-		}
-		l, err := a.d.Attach(name)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		a.links[name] = attachment{l, ifc.Index}
-	}
-	return errors.Join(errs...)
-}
-
-func (a *bpfAdapter) Counters() (bpfpath.Counts, error) { return a.d.Counters() }

@@ -3,11 +3,15 @@ package dataplane
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jsimonetti/rtnetlink/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/sllbrd/sllbrd/dataplane/bpfpath"
 	"github.com/sllbrd/sllbrd/dataplane/fastpath"
@@ -176,5 +180,33 @@ func TestKernelStatsAddTheBPFPathsCounts(t *testing.T) {
 	b.counts.Routes[fastpath.RouteLabels{Route: "ns/r", Service: "svc"}] = bpfpath.Count{Packets: 100}
 	if c := ks.RouteCount("ns/r", "svc"); c.Packets != 8 || ks.ReadFailures() != 1 {
 		t.Errorf("after a failed read: route %+v, %d failures; want 8 packets, 1 failure", c, ks.ReadFailures())
+	}
+}
+
+// TestUsableNeighbours: only the entries the kernel itself sends to give
+// the XDP program a MAC.
+func TestUsableNeighbours(t *testing.T) {
+	mac := net.HardwareAddr{2, 0, 0, 0, 0, 1}
+	entry := func(index uint32, ip string, state uint16, ll net.HardwareAddr) rtnetlink.NeighMessage {
+		return rtnetlink.NeighMessage{Index: index, State: state, Attributes: &rtnetlink.NeighAttributes{Address: net.ParseIP(ip), LLAddress: ll}}
+	}
+	got := usableNeighbours([]rtnetlink.NeighMessage{
+		entry(3, "169.111.100.11", unix.NUD_REACHABLE, mac),
+		entry(3, "169.111.100.12", unix.NUD_STALE, mac),
+		entry(3, "fd00:111::11", unix.NUD_DELAY, mac),
+		entry(4, "169.111.100.11", unix.NUD_PERMANENT, mac),
+		entry(3, "169.111.100.13", unix.NUD_INCOMPLETE, nil),
+		entry(3, "169.111.100.14", unix.NUD_FAILED, mac),
+		entry(3, "169.111.100.15", unix.NUD_REACHABLE, net.HardwareAddr{1, 2}), // not Ethernet
+		{Index: 3, State: unix.NUD_REACHABLE},                                  // no attributes
+	})
+	want := []NeighbourKey{{3, addr("169.111.100.11")}, {3, addr("169.111.100.12")}, {3, addr("fd00:111::11")}, {4, addr("169.111.100.11")}}
+	if len(got) != len(want) {
+		t.Fatalf("usable %v, want %v", got, want)
+	}
+	for _, k := range want {
+		if !slices.Equal(got[k], mac) {
+			t.Errorf("%v: %v, want %v", k, got[k], mac)
+		}
 	}
 }

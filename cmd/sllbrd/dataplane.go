@@ -23,13 +23,22 @@ const (
 	dataplaneBPF     = "bpf"     // decide and forward in eBPF, then as kernel
 	onExitRemove     = "remove"  // a deliberate shutdown: remove what sllbrd programmed
 	onExitKeep       = "keep"    // an upgrade: leave the kernel dataplane running
+	xdpOff           = "off"     // --bpf-xdp: the tc program only
 )
+
+// xdpModes are the values of --bpf-xdp but off.
+var xdpModes = map[string]bpfpath.XDPMode{"auto": bpfpath.XDPAuto, "driver": bpfpath.XDPDriver, "generic": bpfpath.XDPGeneric}
 
 // validateDataplane checks --dataplane and --on-exit.
 func (c *config) validateDataplane() []error {
 	var errs []error
 	if c.dataplane != dataplaneKernel && c.dataplane != dataplaneNFQueue && c.dataplane != dataplaneBPF {
 		errs = append(errs, fmt.Errorf("--dataplane %q: want %s, %s or %s", c.dataplane, dataplaneKernel, dataplaneBPF, dataplaneNFQueue))
+	}
+	if _, ok := xdpModes[c.bpfXDP]; !ok && c.bpfXDP != xdpOff {
+		errs = append(errs, fmt.Errorf("--bpf-xdp %q: want off, auto, driver or generic", c.bpfXDP))
+	} else if c.bpfXDP != xdpOff && c.dataplane != dataplaneBPF {
+		errs = append(errs, fmt.Errorf("--bpf-xdp %s needs --dataplane %s", c.bpfXDP, dataplaneBPF))
 	}
 	if c.onExit != onExitRemove && c.onExit != onExitKeep {
 		errs = append(errs, fmt.Errorf("--on-exit %q: want %s or %s", c.onExit, onExitRemove, onExitKeep))
@@ -63,7 +72,11 @@ func (d *daemon) programmerOptions(conn *nftables.Conn) ([]dataplane.ProgrammerO
 	}
 	log.Info("dataplane: VIP packets are decided and forwarded by an eBPF program on the routers' interfaces; what it leaves goes to the nftables rules, and fragments, ICMP errors and what those cannot express to userspace (nfqueue)",
 		"max_byte_match_offset", maxOffset)
-	return []dataplane.ProgrammerOption{dataplane.WithBPFPath(dataplane.NewBPFPath(d.bpf), maxOffset)}, nil
+	d.bpfPath = dataplane.NewBPFPath(d.bpf, dataplane.BPFOptions{XDP: cfg.bpfXDP != xdpOff, XDPMode: xdpModes[cfg.bpfXDP], Log: log})
+	if cfg.bpfXDP != xdpOff {
+		log.Info("dataplane: the eBPF datapath's XDP program forwards first what it can (next hops with known MACs)", "xdp", cfg.bpfXDP)
+	}
+	return []dataplane.ProgrammerOption{dataplane.WithBPFPath(d.bpfPath, maxOffset)}, nil
 }
 
 // engineStats is what the metrics read of the dataplane: the engine's
@@ -84,8 +97,10 @@ func engineStats(d *daemon, reg prometheus.Registerer) (metrics.EngineStats, err
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sllbrd_kernel_counter_read_failures_total",
 		Help: "Failed reads of the kernel path's counters (the counters keep their last values meanwhile)."},
 		func() float64 { return float64(stats.ReadFailures()) }))
-	if d.bpf != nil {
-		reg.MustRegister(bpfActions{stats})
+	if d.bpfPath != nil {
+		reg.MustRegister(bpfActions{stats}, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sllbrd_bpf_neighbour_refresh_failures_total",
+			Help: "Failed reads of the neighbour table or writes of the next hops' MACs for the XDP program, and lost notification sockets (retried; meanwhile the tc program forwards what lacks a MAC)."},
+			func() float64 { return float64(d.bpfPath.RefreshFailures()) }))
 	}
 	d.kernel = stats
 	return stats, nil

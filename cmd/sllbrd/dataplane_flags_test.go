@@ -14,7 +14,11 @@ func TestDataplaneFlags(t *testing.T) {
 	if err != nil || c.dataplane != dataplaneNFQueue || c.onExit != onExitKeep {
 		t.Fatalf("nfqueue, keep: %+v, %v", c, err)
 	}
-	for _, args := range [][]string{{"--dataplane", "ebpf"}, {"--on-exit", "linger"}} {
+	c, err = parseFlags([]string{"--gateway", "g", "--dataplane", "bpf", "--bpf-xdp", "auto"})
+	if err != nil || c.dataplane != dataplaneBPF || c.bpfXDP != "auto" {
+		t.Fatalf("bpf, xdp auto: %+v, %v", c, err)
+	}
+	for _, args := range [][]string{{"--dataplane", "ebpf"}, {"--on-exit", "linger"}, {"--bpf-xdp", "native"}, {"--bpf-xdp", "auto"}} {
 		_, err := parseFlags(append([]string{"--gateway", "g"}, args...))
 		if err == nil || !strings.Contains(err.Error(), args[0]) {
 			t.Errorf("%v: err %v, want one naming %s", args, err, args[0])

@@ -31,7 +31,8 @@ type config struct {
 	queueFanout bool
 	copyRange   int
 
-	dataplane string // --dataplane: kernel or nfqueue (dataplane.go)
+	dataplane string // --dataplane: kernel, bpf or nfqueue (dataplane.go)
+	bpfXDP    string // --bpf-xdp: off, auto, driver or generic
 	onExit    string // --on-exit: remove or keep
 
 	drain       time.Duration
@@ -57,6 +58,7 @@ func parseFlags(args []string) (*config, error) {
 	fs.BoolVar(&c.queueFanout, "queue-fanout", false, "spread packets over the queues by CPU instead of by flow addresses")
 	fs.IntVar(&c.copyRange, "copy-range", nfqueue.DefaultCopyRange, fmt.Sprintf("bytes of each packet copied to user space, %d..%d (headers and byte matches must fit)", minCopyRange, nfqueue.MaxCopyRange))
 	fs.StringVar(&c.dataplane, "dataplane", dataplaneKernel, "where VIP packets are decided: kernel (nftables; fragments, ICMP errors and what the rules cannot express go to nfqueue), bpf (an eBPF program on the routers' interfaces decides and forwards, and leaves the rest to the kernel path; needs CAP_BPF and CAP_PERFMON) or nfqueue (all in userspace)")
+	fs.StringVar(&c.bpfXDP, "bpf-xdp", xdpOff, "with --dataplane bpf, also an XDP program on the routers' interfaces that forwards first the packets whose next hop's MAC is known: off, auto (driver mode where the driver has it, else generic; generic on veth), driver or generic")
 	fs.StringVar(&c.onExit, "on-exit", onExitRemove, "on SIGTERM/SIGINT: remove (a deliberate shutdown: delete the nftables table and policy routes) or keep (an upgrade: leave them, so the kernel path keeps forwarding and the next start adopts them)")
 	fs.DurationVar(&c.drain, "drain", 5*time.Second, "on SIGTERM, time between withdrawing the VIPs and stopping")
 	fs.BoolVar(&c.setSysctls, "set-sysctls", true, "set the sysctls sllbrd needs (else only report the wrong ones)")

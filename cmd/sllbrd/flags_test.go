@@ -27,7 +27,7 @@ func TestQueuesDefaultOnABigNode(t *testing.T) {
 		t.Fatalf("defaultQueues(96 CPUs) = %d, %q; want %d, capped at the maximum", n, rule, maxQueues)
 	}
 	c := config{gateway: "g", queues: n, copyRange: nfqueue.DefaultCopyRange, metricsAddress: "127.0.0.1:9100",
-		dataplane: dataplaneKernel, onExit: onExitRemove}
+		dataplane: dataplaneKernel, bpfXDP: xdpOff, onExit: onExitRemove}
 	if err := c.validate(); err != nil {
 		t.Fatalf("the default does not validate: %v", err)
 	}

@@ -61,7 +61,11 @@ func labWith(t testing.TB, opts lab.Options) *lab.Lab {
 
 // dataplanes are the --dataplane modes every end-to-end test of the
 // dataplane runs with.
-var dataplanes = []string{dataplaneKernel, dataplaneBPF, dataplaneNFQueue}
+var dataplanes = []string{dataplaneKernel, dataplaneBPF, labBPFXDP, dataplaneNFQueue}
+
+// labBPFXDP is the lab's name for --dataplane bpf --bpf-xdp auto (generic
+// mode on the lab's veths).
+const labBPFXDP = "bpf-xdp"
 
 // labDataplane holds the --dataplane of each lab dataplaneLab made.
 var labDataplane sync.Map // *lab.Lab -> string
@@ -86,7 +90,11 @@ func dataplaneLab(t *testing.T, lbs int, mode string) *lab.Lab {
 
 // dataplaneArgs appends l's --dataplane (if dataplaneLab made it) to args.
 func dataplaneArgs(l *lab.Lab, args ...string) []string {
-	if mode, ok := labDataplane.Load(l); ok {
+	switch mode, _ := labDataplane.Load(l); mode {
+	case nil:
+	case labBPFXDP:
+		args = append(args, "--dataplane", dataplaneBPF, "--bpf-xdp", "auto")
+	default:
 		args = append(args, "--dataplane", mode.(string))
 	}
 	return args
@@ -127,7 +135,7 @@ func startInstances(t testing.TB, l *lab.Lab, cfg e2e.Config, lbs ...int) (dir s
 		}
 		insts = append(insts, inst)
 	}
-	if mode, _ := labDataplane.Load(l); mode == dataplaneBPF {
+	if mode, _ := labDataplane.Load(l); mode == dataplaneBPF || mode == labBPFXDP {
 		t.Cleanup(func() { checkBPFPath(t, l, insts) })
 	}
 	return dir, insts
@@ -146,11 +154,11 @@ func bpfPuntsAll(t testing.TB, l *lab.Lab) {
 }
 
 // checkBPFPath fails t when the eBPF datapath of none of insts forwarded
-// a packet itself: a test on --dataplane bpf must have tested it (or, after
-// bpfPuntsAll, when one forwarded a packet or none punted one). Instances
-// the test stopped are not asked.
+// a packet itself (with labBPFXDP: its XDP program): a test on --dataplane
+// bpf must have tested it (or, after bpfPuntsAll, when one forwarded a
+// packet or none punted one). Instances the test stopped are not asked.
 func checkBPFPath(t testing.TB, l *lab.Lab, insts []*e2e.Instance) {
-	var redirected, punted float64
+	var tc, xdp, punted float64
 	var actions []string
 	asked := 0
 	for _, inst := range insts {
@@ -168,21 +176,28 @@ func checkBPFPath(t testing.TB, l *lab.Lab, insts []*e2e.Instance) {
 			n, _ := strconv.ParseFloat(f[len(f)-1], 64)
 			switch {
 			case strings.Contains(line, `action="redirect"`):
-				redirected += n
+				tc += n
+			case strings.Contains(line, `action="xdp-redirect"`):
+				xdp += n
 			case strings.Contains(line, `action="punt"`):
 				punted += n
 			}
 		}
 	}
-	t.Logf("the eBPF datapath of %d running instance(s) forwarded %v packets itself and punted %v", asked, redirected, punted)
+	t.Logf("the eBPF datapath of %d running instance(s) forwarded %v packets itself (tc %v, XDP %v) and punted %v", asked, tc+xdp, tc, xdp, punted)
 	if asked == 0 {
 		return
 	}
-	if _, all := labPuntsAll.Load(l); all {
-		if redirected != 0 || punted == 0 {
-			t.Errorf("--dataplane bpf: the eBPF datapath forwarded %v packets and punted %v, want none and some; its actions: %q", redirected, punted, actions)
+	mode, _ := labDataplane.Load(l)
+	_, all := labPuntsAll.Load(l)
+	switch {
+	case all:
+		if tc+xdp != 0 || punted == 0 {
+			t.Errorf("--dataplane bpf: the eBPF datapath forwarded %v packets and punted %v, want none and some; its actions: %q", tc+xdp, punted, actions)
 		}
-	} else if redirected == 0 {
+	case mode == labBPFXDP && xdp == 0:
+		t.Errorf("--dataplane bpf --bpf-xdp auto: no packet was forwarded by the XDP program; its actions: %q", actions)
+	case tc+xdp == 0:
 		t.Errorf("--dataplane bpf: no packet was forwarded by the eBPF datapath; its actions: %q", actions)
 	}
 }

@@ -22,7 +22,7 @@ import (
 // give it): no packet of the floods is lost, the table is left exactly as
 // it was (same rules, sets and elements, same handles), and no flow moves.
 func TestIntegrationRestartLosesNoFastPathPacket(t *testing.T) {
-	for _, mode := range []string{dataplaneKernel, dataplaneBPF} {
+	for _, mode := range []string{dataplaneKernel, dataplaneBPF, labBPFXDP} {
 		t.Run(mode, func(t *testing.T) { testIntegrationRestartLosesNoFastPathPacket(t, mode) })
 	}
 }
@@ -121,7 +121,7 @@ func testIntegrationRestartLosesNoFastPathPacket(t *testing.T, mode string) {
 	if results[0].Sent == 0 || results[1].Sent == 0 || received != sent {
 		t.Errorf("the floods sent %d packets and the targets received %d: the restarts lost %d", sent, received, int64(sent)-int64(received))
 	}
-	if mode == dataplaneBPF {
+	if mode != dataplaneKernel {
 		checkBPFPath(t, l, []*e2e.Instance{inst})
 	}
 }

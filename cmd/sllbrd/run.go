@@ -33,9 +33,11 @@ type daemon struct {
 	prog   *dataplane.Programmer
 	kernel *dataplane.KernelStats // the kernel path's counters; nil with --dataplane nfqueue
 	bpf    *bpfpath.Datapath      // the eBPF datapath (--dataplane bpf)
-	queues *nfqueue.Group
-	loop   *reconcile.Loop
-	source *configSource
+	// bpfPath drives it; its Run keeps the XDP program's MACs current.
+	bpfPath *dataplane.BPFAdapter
+	queues  *nfqueue.Group
+	loop    *reconcile.Loop
+	source  *configSource
 
 	registry *prometheus.Registry
 	applies  *metrics.Config
@@ -200,6 +202,9 @@ func (d *daemon) run(ctx context.Context) error {
 	g.Go(func() error { return d.livenessEvents.run(gctx) })
 	g.Go(func() error { return d.source.Run(gctx) })
 	g.Go(func() error { return d.uplink.Run(gctx) })
+	if d.bpfPath != nil {
+		g.Go(func() error { return d.bpfPath.Run(gctx) })
+	}
 	g.Go(func() error {
 		select {
 		case <-gctx.Done(): // something failed
