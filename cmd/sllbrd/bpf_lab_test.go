@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -105,4 +106,79 @@ func TestIntegrationBPFPathPrivileges(t *testing.T) {
 		}
 	}
 	checkBPFPath(t, l, []*e2e.Instance{inst})
+}
+
+// TestIntegrationXDPFollowsTheNeighbourTable: the XDP program writes the
+// next hop's MAC itself, so it must follow the neighbour table at once. A
+// target takes a new MAC and the LB's entries are replaced with it: 200 ms
+// later every flow is answered by its target again, all forwarded by XDP
+// (before the fix it would send them to the old MAC, which the target
+// drops, until the 5 s resync). The LB's entries are flushed: every flow is
+// still answered (the XDP program passes what has no MAC to the tc program,
+// which resolves it), and once resolved XDP forwards them all again.
+func TestIntegrationXDPFollowsTheNeighbourTable(t *testing.T) {
+	require.Lab(t)
+	l := dataplaneLab(t, 1, labBPFXDP)
+	_, insts := startSllbrd(t, l, allTargets, webRoute, 1)
+	inst := insts[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	opts := []lab.FlowOptions{{VIP: vip4, Port: 5001, Count: 60, SrcPortBase: 48000}, {VIP: vip6, Port: 5001, Count: 60, SrcPortBase: 48000}}
+	var before []map[lab.Flow]string
+	for _, o := range opts {
+		before = append(before, flows(t, l, o))
+	}
+	action := func(name string) float64 {
+		t.Helper()
+		n, _, err := inst.Metric(`sllbrd_bpf_packets_total{action="` + name + `"}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// probe sends the flows again and wants each answered by its target;
+	// it returns how many packets the XDP and the tc program forwarded.
+	probe := func(when string) (xdp, tc float64) {
+		t.Helper()
+		x0, t0 := action("xdp-redirect"), action("redirect")
+		for i, o := range opts {
+			if got := flows(t, l, o); !maps.Equal(got, before[i]) {
+				t.Errorf("%s: %d of %d %v flows unanswered or answered by another target", when, differing(before[i], got)+len(before[i])-len(got), len(before[i]), o.VIP)
+			}
+		}
+		xdp, tc = action("xdp-redirect")-x0, action("redirect")-t0
+		t.Logf("%s: XDP forwarded %v packets, tc %v", when, xdp, tc)
+		return xdp, tc
+	}
+	if xdp, tc := probe("at first"); xdp == 0 || tc != 0 {
+		t.Fatalf("at first: XDP forwarded %v, tc %v; want all by XDP", xdp, tc)
+	}
+
+	// t1 takes a new MAC; the LB learns it (as from a gratuitous ARP).
+	const newMAC = "02:00:00:00:99:01"
+	t1 := lab.TargetAddrs(1)
+	if out, err := l.Exec(ctx, lab.TargetName(1), "ip", "link", "set", "dev", lab.TargetLink, "address", newMAC); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, a := range []string{t1.V4.Addr().String(), t1.V6.Addr().String()} {
+		if out, err := l.Exec(ctx, lab.LBName(1), "ip", "neigh", "replace", a, "lladdr", newMAC, "dev", lab.TargetLink, "nud", "reachable"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if xdp, tc := probe("200 ms after t1's new MAC"); xdp == 0 || tc != 0 {
+		t.Errorf("after t1's new MAC: XDP forwarded %v, tc %v; want all by XDP", xdp, tc)
+	}
+
+	// The LB forgets every neighbour: the tc program forwards (and so
+	// resolves) what XDP has no MAC for.
+	if out, err := l.Exec(ctx, lab.LBName(1), "ip", "neigh", "flush", "dev", lab.TargetLink); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	time.Sleep(200 * time.Millisecond)
+	probe("200 ms after the flush")
+	time.Sleep(time.Second)
+	if xdp, tc := probe("1.2 s after the flush"); xdp == 0 || tc != 0 {
+		t.Errorf("after the neighbours were resolved again: XDP forwarded %v, tc %v; want all by XDP", xdp, tc)
+	}
 }

@@ -80,11 +80,12 @@ func TestFloorRoutes(t *testing.T) {
 // TestSetupsReferToForwarding: every setup is compared with a plain
 // kernel forwarding setup of its own placement measured before it; every
 // placement has the eBPF datapath (tc, without XDP) beside a kernel path,
-// and the unpinned one is searched and profiled.
+// the unpinned one with XDP too, and the unpinned ones are searched and
+// profiled.
 func TestSetupsReferToForwarding(t *testing.T) {
 	for _, senders := range []int{1, 2} {
 		ss := setups(senders)
-		bpf := map[bool]int{} // by pinned
+		bpf, xdp := map[bool]int{}, map[bool]int{} // tc only, and with XDP, by pinned
 		for i, s := range ss {
 			if s.kernel() {
 				continue
@@ -94,14 +95,20 @@ func TestSetupsReferToForwarding(t *testing.T) {
 				t.Errorf("%s refers to %s (index %d of %d)", s.name, ref.name, s.reference, i)
 			}
 			if s.kind() == kindBPF {
-				bpf[s.pinned]++
-				if _, ok := (&report{setups: ss}).kernelPathOf(s); !ok || s.xdp() || s.forwardAction() != actionRedirect {
-					t.Errorf("%s: kernel path of its placement %v, xdp %v, forwarding action %s", s.name, ok, s.xdp(), s.forwardAction())
+				want := actionRedirect
+				if s.xdp() {
+					want = actionXDPRedirect
+					xdp[s.pinned]++
+				} else {
+					bpf[s.pinned]++
+				}
+				if _, ok := (&report{setups: ss}).kernelPathOf(s); !ok || s.forwardAction() != want {
+					t.Errorf("%s: kernel path of its placement %v, forwarding action %s, want %s", s.name, ok, s.forwardAction(), want)
 				}
 			}
 		}
-		if bpf[false] != 1 || (ss[0].pinned && bpf[true] != 1) {
-			t.Errorf("eBPF setups by pinned: %v", bpf)
+		if bpf[false] != 1 || (ss[0].pinned && (bpf[true] != 1 || xdp[false] != 1)) {
+			t.Errorf("eBPF setups by pinned: tc only %v, with XDP %v", bpf, xdp)
 		}
 		for name, list := range map[string][]setup{"searched": searched(ss), "profiled": profiled(ss)} {
 			var kinds []setupKind

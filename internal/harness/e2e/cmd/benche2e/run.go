@@ -65,6 +65,7 @@ func setups(senders int) []setup {
 		{name: fmt.Sprintf("nfqueue, %d queues fanout", n), dataplane: dataplaneNFQueue, queues: n, fanout: true, senders: senders},
 		{name: "kernel path, unpinned", dataplane: dataplaneKernel, queues: n, fanout: true, senders: senders},
 		{name: "bpf, unpinned", dataplane: dataplaneBPF, queues: n, fanout: true, senders: senders},
+		{name: "bpf + XDP (auto), unpinned", dataplane: dataplaneBPF, xdpArgs: []string{"--bpf-xdp", "auto"}, queues: n, fanout: true, senders: senders},
 		{name: "nftables floor, unpinned", floor: true, senders: senders},
 		{name: "kernel path, 10% fragmented", dataplane: dataplaneKernel, queues: n, fanout: true, senders: senders, fragmentEvery: 10},
 	})
