@@ -47,10 +47,14 @@ type RouteReconciler interface {
 //     not confirmed in place); with the kernel path, which decides most
 //     packets in these rules, steps 3 and 4 swap once a plan is
 //     committed: userspace follows the kernel's transaction as soon as it
-//     commits, and keeps the previous plan if it fails;
+//     commits, and keeps the previous plan if it fails; with the eBPF
+//     datapath (WithBPFPath), which decides ahead of these rules, it is
+//     programmed once they took the plan (what it punts finds them):
+//     next hops, decision, attachments;
 //  5. delete the routes not wanted any more (route.Prune): those of
 //     endpoints whose grace period has ended, and leftovers of a previous
-//     run on the first Apply;
+//     run on the first Apply (not while the rules or the eBPF datapath
+//     failed to take the plan: they may still use those marks);
 //  6. release the marks of removed endpoints whose routes are gone, so they
 //     can be given to new endpoints.
 //

@@ -83,9 +83,10 @@ type Datapath struct {
 
 // Load loads the program into the kernel (it attaches nothing), with no
 // VIP: every packet it decodes is StatusPuntNotVIP until Configure. It
-// needs CAP_BPF and CAP_NET_ADMIN (root will do) and a kernel with BTF,
-// sched_cls programs and inner maps of their own size (5.10); errors say
-// which is missing.
+// needs CAP_BPF, CAP_PERFMON (the verifier allows variable packet-pointer
+// arithmetic only with it) and CAP_NET_ADMIN (root will do), and a kernel
+// with BTF, sched_cls programs and inner maps of their own size (5.10);
+// errors say which is missing.
 func Load(opts Options) (*Datapath, error) {
 	vips, services, routes := cmp.Or(opts.MaxVIPs, DefaultMaxVIPs), cmp.Or(opts.MaxServices, DefaultMaxServices), cmp.Or(opts.MaxRoutes, DefaultMaxRoutes)
 	if vips < 1 || services < 1 || services > math.MaxInt32/2 || routes < 1 || routes > counterNone {
@@ -121,7 +122,7 @@ func loadError(err error) error {
 	var ve *ebpf.VerifierError
 	switch {
 	case errors.Is(err, unix.EPERM) || errors.Is(err, os.ErrPermission):
-		return fmt.Errorf("bpfpath: loading the eBPF datapath needs CAP_BPF and CAP_NET_ADMIN (or root): %w", err)
+		return fmt.Errorf("bpfpath: loading the eBPF datapath needs CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN (or root): %w", err)
 	case errors.As(err, &ve):
 		return fmt.Errorf("bpfpath: the kernel's verifier rejected the eBPF datapath (its whole log: %%+v of the *ebpf.VerifierError): %w", err)
 	case errors.Is(err, ebpf.ErrNotSupported):

@@ -149,8 +149,8 @@
 //   - A frame whose headers are not in the skb's linear data is pulled
 //     (bpf_skb_pull_data, the first 82 bytes at most); a failed pull is
 //     StatusPuntNonlinear.
-//   - Load returns errors that say what is missing (CAP_BPF and
-//     CAP_NET_ADMIN, a kernel feature, or the verifier's log, through
+//   - Load returns errors that say what is missing (CAP_BPF, CAP_PERFMON
+//     and CAP_NET_ADMIN, a kernel feature, or the verifier's log, through
 //     *ebpf.VerifierError) and wrap the cause. It does not touch
 //     RLIMIT_MEMLOCK: kernels with tcx (6.6+) charge BPF memory to the
 //     memory cgroup.
