@@ -80,7 +80,7 @@ func TestIntegrationSoak(t *testing.T) {
 	report := soak.Markdown(rows)
 	t.Logf("soak report (seed %d, %v):\n%s", seed, *soakDuration, report)
 	if *soakReport != "" {
-		head := fmt.Sprintf("Seed %d, %v, race detector %v, %s.\n\n", seed, *soakDuration, raceEnabled, time.Now().UTC().Format(time.DateOnly))
+		head := fmt.Sprintf("Seed %d, %v, race detector %v, --dataplane %s, %s.\n\n", seed, *soakDuration, raceEnabled, *soakDataplane, time.Now().UTC().Format(time.DateOnly))
 		if err := os.WriteFile(*soakReport, []byte(head+report), 0o644); err != nil {
 			t.Error(err)
 		}
