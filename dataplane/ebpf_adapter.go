@@ -31,22 +31,25 @@ type BPFOptions struct {
 
 // BPFAdapter adapts a loaded *bpfpath.Datapath to BPFPath: next hops take
 // their interface's index, MTU and (with XDP) MACs from the calling
-// thread's network namespace at each call. With XDP, RefreshNeighbours
-// writes the next hops again with the neighbour table as it is now (Run
-// calls it as the table changes).
+// thread's network namespace at each call. Refresh writes the next hops
+// again with the interfaces (and neighbour table) as they are now, and
+// attaches again to an interface created again; Run calls it as they
+// change.
 type BPFAdapter struct {
 	d    *bpfpath.Datapath
 	opts BPFOptions
 
-	mu    sync.Mutex              // serialises SetNextHops and RefreshNeighbours
-	eps   []route.EndpointRoute   // what SetNextHops was last given
-	links map[string][]attachment // by interface name: tc, then XDP
+	mu      sync.Mutex              // serialises SetNextHops, AttachTo and Refresh
+	eps     []route.EndpointRoute   // what SetNextHops was last given
+	ifnames []string                // what AttachTo was last given
+	links   map[string][]attachment // by interface name: tc, then XDP
 
-	refreshFailures atomic.Uint64 // Run's (ebpf_neigh.go)
+	refreshFailures atomic.Uint64 // Run's (ebpf_refresh.go)
 }
 
-// RefreshFailures counts Run's failures to read the neighbour table or
-// write the next hops, and its lost notification sockets.
+// RefreshFailures counts Run's failed refreshes (reading the interfaces
+// or the neighbour table, writing the next hops, attaching again) and its
+// lost notification sockets.
 func (a *BPFAdapter) RefreshFailures() uint64 { return a.refreshFailures.Load() }
 
 // attachment is an attachment and its interface's index then.
@@ -80,16 +83,14 @@ func (a *BPFAdapter) SetNextHops(eps []route.EndpointRoute) error {
 	return a.writeNextHops()
 }
 
-// RefreshNeighbours writes the next hops SetNextHops was last given again,
-// with the neighbour table's MACs as they are now. Without XDP it does
-// nothing.
-func (a *BPFAdapter) RefreshNeighbours() error {
-	if !a.opts.XDP {
-		return nil
-	}
+// Refresh writes the next hops SetNextHops was last given again, with
+// their interfaces' indexes, MTUs (and with XDP the neighbour table's
+// MACs) as they are now, and attaches again to the interfaces AttachTo
+// was last given whose index changed.
+func (a *BPFAdapter) Refresh() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.writeNextHops()
+	return errors.Join(a.writeNextHops(), a.attachTo(a.ifnames))
 }
 
 // writeNextHops writes a.eps's next hops. A next hop gets MACs when its
@@ -134,6 +135,13 @@ func (a *BPFAdapter) write(neigh Neighbours) error {
 // changed (deleted and created again: the kernel dropped the old
 // attachments with it).
 func (a *BPFAdapter) AttachTo(ifnames []string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ifnames = slices.Clone(ifnames)
+	return a.attachTo(ifnames)
+}
+
+func (a *BPFAdapter) attachTo(ifnames []string) error {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(a.links)) {
 		links := a.links[name]

@@ -1,14 +1,11 @@
 package dataplane
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/netip"
-	"time"
 
 	"github.com/jsimonetti/rtnetlink/v2"
-	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,73 +52,4 @@ func usableNeighbours(msgs []rtnetlink.NeighMessage) Neighbours {
 		out[NeighbourKey{Ifindex: int(m.Index), Addr: addr.Unmap()}] = m.Attributes.LLAddress
 	}
 	return out
-}
-
-// neighbourResync is how often Run writes the next hops again without a
-// notification: it heals a lost one (a full socket buffer).
-const neighbourResync = 5 * time.Second
-
-// Run keeps the next hops' MACs in step with the kernel's neighbour table
-// until ctx ends: it writes them again at each change the kernel notifies
-// (RTNLGRP_NEIGH) and every neighbourResync. Without XDP it only waits.
-// Failures are counted (RefreshFailures) and retried, never fatal: a next
-// hop without its MAC is forwarded by the tc program.
-func (a *BPFAdapter) Run(ctx context.Context) error {
-	if !a.opts.XDP {
-		<-ctx.Done()
-		return nil
-	}
-	changed := make(chan struct{}, 1)
-	go a.watchNeighbours(ctx, changed)
-	tick := time.NewTicker(neighbourResync)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-changed:
-		case <-tick.C:
-		}
-		if err := a.RefreshNeighbours(); err != nil {
-			a.refreshFailures.Add(1)
-		}
-	}
-}
-
-// watchNeighbours signals changed (without blocking) at every neighbour
-// notification until ctx ends, dialling again after an error.
-func (a *BPFAdapter) watchNeighbours(ctx context.Context, changed chan<- struct{}) {
-	for ctx.Err() == nil {
-		c, err := rtnetlink.Dial(&netlink.Config{Groups: 1 << (unix.RTNLGRP_NEIGH - 1)})
-		if err != nil {
-			a.refreshFailures.Add(1)
-			sleepCtx(ctx, time.Second)
-			continue
-		}
-		stop := context.AfterFunc(ctx, func() { c.Close() })
-		for {
-			if _, _, err := c.Receive(); err != nil {
-				break
-			}
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		}
-		stop()
-		c.Close()
-		if ctx.Err() == nil {
-			a.refreshFailures.Add(1)
-			sleepCtx(ctx, time.Second)
-		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

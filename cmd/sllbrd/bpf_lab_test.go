@@ -182,3 +182,56 @@ func TestIntegrationXDPFollowsTheNeighbourTable(t *testing.T) {
 		t.Errorf("after the neighbours were resolved again: XDP forwarded %v, tc %v; want all by XDP", xdp, tc)
 	}
 }
+
+// TestIntegrationBPFFollowsTheEgressMTU: the program redirects only what
+// fits its next hop's MTU, so a lowered MTU must reach it at once, not at
+// the next apply. lb1's link towards the targets (both ends) goes down to
+// 1280; 300 ms later datagrams of 1,400 bytes are each answered (the
+// program hands them to the stack, which sends fragmentation needed or
+// packet too big, and the client's retry comes in fragments), where a
+// program still at 1500 would redirect them into the smaller link, which
+// drops them, and nothing would tell the client.
+func TestIntegrationBPFFollowsTheEgressMTU(t *testing.T) {
+	require.Lab(t)
+	l := dataplaneLab(t, 1, dataplaneBPF)
+	_, insts := startSllbrd(t, l, allTargets, webRoute, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	small := func(when string) {
+		t.Helper()
+		for _, vip := range []netip.Addr{vip4, vip6} {
+			o := lab.FlowOptions{VIP: vip, Port: 5001, Count: 20, SrcPortBase: 49100}
+			if got := flows(t, l, o); len(got) != o.Count {
+				t.Errorf("%s: %v: %d of %d flows answered", when, vip, len(got), o.Count)
+			}
+		}
+	}
+	small("before")
+	for _, c := range [][]string{{lab.LBName(1), lab.TargetLink}, {lab.SwitchNode, lab.LBName(1) + "-" + lab.TargetLink}} {
+		if out, err := l.Exec(ctx, c[0], "ip", "link", "set", "dev", c[1], "mtu", "1280"); err != nil {
+			t.Fatalf("%s: %v: %s", c[0], err, out)
+		}
+	}
+	tooBig := func() float64 {
+		t.Helper()
+		n, _, err := insts[0].Metric(`sllbrd_bpf_packets_total{action="too-big"}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := tooBig()
+	time.Sleep(300 * time.Millisecond)
+	for _, vip := range []netip.Addr{vip4, vip6} {
+		o := lab.FlowOptions{VIP: vip, Port: 5001, Count: 20, SrcPortBase: 49000, Payload: make([]byte, 1400)}
+		if got := flows(t, l, o); len(got) != o.Count {
+			t.Errorf("%v: %d of %d flows of 1,400-byte datagrams answered", vip, len(got), o.Count)
+		}
+	}
+	if n := tooBig() - before; n == 0 {
+		t.Errorf("the program handed no datagram to the stack as too big")
+	} else {
+		t.Logf("%v datagrams too big for the new MTU went to the stack", n)
+	}
+	small("after") // what fits is still redirected (checkBPFPath)
+}

@@ -99,7 +99,7 @@ func engineStats(d *daemon, reg prometheus.Registerer) (metrics.EngineStats, err
 		func() float64 { return float64(stats.ReadFailures()) }))
 	if d.bpfPath != nil {
 		reg.MustRegister(bpfActions{stats}, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sllbrd_bpf_neighbour_refresh_failures_total",
-			Help: "Failed reads of the neighbour table or writes of the next hops' MACs for the XDP program, and lost notification sockets (retried; meanwhile the tc program forwards what lacks a MAC)."},
+			Help: "Failed refreshes of the eBPF datapath's next hops and attachments between applies (interfaces, MTUs, with XDP the neighbour table's MACs), and lost notification sockets (retried every 5 s)."},
 			func() float64 { return float64(d.bpfPath.RefreshFailures()) }))
 	}
 	d.kernel = stats
