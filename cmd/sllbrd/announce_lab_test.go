@@ -61,7 +61,7 @@ func TestIntegrationVIPAnnouncedAfterItsReturnPath(t *testing.T) {
 	rpDrops := tcpExt(t, l, lab.LBName(1), "IPReversePathFilter")
 	forwarded := netCounter(t, l, lab.LBName(1), "/proc/net/snmp", "Ip:", "ForwDatagrams")
 	var pings sync.WaitGroup
-	// Every 200 µs (the window was a millisecond or two), 300,000 and a
+	// Every 200 µs (finer than the window it guards), 300,000 and a
 	// minute at most: the test ends it earlier. No deadline (-w): with one,
 	// ping ends at the first error (the gateway's unreachable, before the
 	// VIP is routed).

@@ -112,8 +112,8 @@ func TestIntegrationBPFPathPrivileges(t *testing.T) {
 // next hop's MAC itself, so it must follow the neighbour table at once. A
 // target takes a new MAC and the LB's entries are replaced with it: 200 ms
 // later every flow is answered by its target again, all forwarded by XDP
-// (before the fix it would send them to the old MAC, which the target
-// drops, until the 5 s resync). The LB's entries are flushed: every flow is
+// (a program still holding the old MAC sends them where the target drops
+// them). The LB's entries are flushed: every flow is
 // still answered (the XDP program passes what has no MAC to the tc program,
 // which resolves it), and once resolved XDP forwards them all again.
 func TestIntegrationXDPFollowsTheNeighbourTable(t *testing.T) {

@@ -117,8 +117,7 @@ func BenchmarkAct(b *testing.B) {
 	}
 	// The XDP program's redirect, as the kernel times its repeats
 	// (BPF_PROG_TEST_RUN's duration: an XDP run also swaps the XDP
-	// dispatcher's program in and out, about 20 ms a call, which wall
-	// time would count): decided, checked, rewritten (TTL, and the MACs,
+	// dispatcher's program in and out, which wall time would count): decided, checked, rewritten (TTL, and the MACs,
 	// which name the test run's device again, so that every repeat is
 	// addressed to it), counted, redirected.
 	b.Run("xdp-redirect", func(b *testing.B) {

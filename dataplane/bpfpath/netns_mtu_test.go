@@ -231,7 +231,7 @@ func TestIntegrationTooBigThroughNamespaces(t *testing.T) {
 		want := before
 		// ForwDatagrams and Ip6OutForwDatagrams move by 1 here too: on
 		// 6.18 the stack counts a datagram it starts to forward, before
-		// the MTU check (measured). Its forward hook, after the check,
+		// the MTU check. Its forward hook, after the check,
 		// must not see it.
 		want.lab.forw4, want.lab.forw6 = after.lab.forw4, after.lab.forw6
 		if tc.vip.Is4() {

@@ -19,8 +19,8 @@ const (
 	// local sender's frames (another namespace's socket) with the
 	// transport checksum unfinished (the skb's CHECKSUM_PARTIAL, which
 	// the bytes alone do not carry), so the frames it redirects arrive
-	// with bad checksums and are dropped (measured on 6.18: UDP
-	// InCsumErrors); in generic mode the skb goes along and keeps it.
+	// with bad checksums and are dropped (docs/bpf.md, XDP); in generic
+	// mode the skb goes along and keeps it.
 	XDPAuto XDPMode = iota
 	// XDPDriver: in the driver (native XDP), before the kernel makes an
 	// skb: the fast mode. It redirects only to interfaces that take XDP
