@@ -39,10 +39,10 @@ type BPFAdapter struct {
 	d    *bpfpath.Datapath
 	opts BPFOptions
 
-	mu      sync.Mutex              // serialises SetNextHops, AttachTo and Refresh
-	eps     []route.EndpointRoute   // what SetNextHops was last given
-	ifnames []string                // what AttachTo was last given
-	links   map[string][]attachment // by interface name: tc, then XDP
+	mu      sync.Mutex                       // serialises SetNextHops, AttachTo and Refresh
+	eps     []route.EndpointRoute            // what SetNextHops was last given
+	ifnames []string                         // what AttachTo was last given
+	links   map[string][]*bpfpath.Attachment // by interface name: tc, then XDP
 
 	refreshFailures atomic.Uint64 // Run's (ebpf_refresh.go)
 }
@@ -52,18 +52,12 @@ type BPFAdapter struct {
 // lost notification sockets.
 func (a *BPFAdapter) RefreshFailures() uint64 { return a.refreshFailures.Load() }
 
-// attachment is an attachment and its interface's index then.
-type attachment struct {
-	*bpfpath.Attachment
-	index int
-}
-
 // NewBPFPath returns d's adapter.
 func NewBPFPath(d *bpfpath.Datapath, opts BPFOptions) *BPFAdapter {
 	if opts.Neighbours == nil {
 		opts.Neighbours = NetlinkNeighbours
 	}
-	return &BPFAdapter{d: d, opts: opts, links: map[string][]attachment{}}
+	return &BPFAdapter{d: d, opts: opts, links: map[string][]*bpfpath.Attachment{}}
 }
 
 // Configure configures the program; it returns what it leaves to the
@@ -145,7 +139,7 @@ func (a *BPFAdapter) attachTo(ifnames []string) error {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(a.links)) {
 		links := a.links[name]
-		if ifc, err := net.InterfaceByName(name); err == nil && ifc.Index == links[0].index && slices.Contains(ifnames, name) {
+		if ifc, err := net.InterfaceByName(name); err == nil && ifc.Index == links[0].Ifindex() && slices.Contains(ifnames, name) {
 			continue
 		}
 		for i := len(links) - 1; i >= 0; i-- {
@@ -170,28 +164,24 @@ func (a *BPFAdapter) attachTo(ifnames []string) error {
 // attach attaches to one interface: the tc program first (it acts on what
 // the XDP program passes).
 func (a *BPFAdapter) attach(name string) error {
-	ifc, err := net.InterfaceByName(name)
-	if err != nil {
-		return fmt.Errorf("interface %q: %w", name, err)
-	}
 	tc, err := a.d.Attach(name)
 	if err != nil {
 		return err
 	}
-	links := []attachment{{tc, ifc.Index}}
+	links := []*bpfpath.Attachment{tc}
 	if a.opts.XDP {
 		x, err := a.d.AttachXDP(name, a.opts.XDPMode)
 		if err != nil {
 			return errors.Join(err, tc.Detach())
 		}
-		links = append(links, attachment{x, ifc.Index})
+		links = append(links, x)
 	}
 	a.links[name] = links
 	modes := make([]string, 0, len(links))
 	for _, l := range links {
 		modes = append(modes, l.Mode())
 	}
-	a.log("eBPF datapath attached", "interface", name, "ifindex", ifc.Index, "programs", modes)
+	a.log("eBPF datapath attached", "interface", name, "ifindex", tc.Ifindex(), "programs", modes)
 	return nil
 }
 

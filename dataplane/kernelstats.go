@@ -109,6 +109,13 @@ func valueOf[K comparable](ms map[K]*monotonic, key K) Count {
 	return Count{}
 }
 
+// unmark marks every count of ms not read yet in this refresh.
+func unmark[K comparable](ms map[K]*monotonic) {
+	for _, m := range ms {
+		m.live = false
+	}
+}
+
 // forget drops the counts that are gone from the engine (not in seen) and
 // from the kernel (not read in the last refresh).
 func forget[K comparable](ms map[K]*monotonic, seen map[K]bool) {
@@ -138,12 +145,8 @@ func (k *KernelStats) refresh() {
 		k.failures.Add(1)
 		return
 	}
-	for _, m := range k.routes {
-		m.live = false
-	}
-	for _, m := range k.eps {
-		m.live = false
-	}
+	unmark(k.routes)
+	unmark(k.eps)
 	for name, l := range prog.RouteCounters {
 		observe(k.routes, [2]string{l.Route, l.Service}, name, counts)
 	}
@@ -173,12 +176,8 @@ func (k *KernelStats) refreshBPF() {
 		return
 	}
 	k.bpfActions = append(k.bpfActions[:0], c.Actions[:]...)
-	for _, m := range k.bpfRoutes {
-		m.live = false
-	}
-	for _, m := range k.bpfEps {
-		m.live = false
-	}
+	unmark(k.bpfRoutes)
+	unmark(k.bpfEps)
 	for l, n := range c.Routes {
 		observeCount(k.bpfRoutes, [2]string{l.Route, l.Service}, "bpf", nft.Count{Packets: n.Packets, Bytes: n.Bytes})
 	}

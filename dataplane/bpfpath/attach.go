@@ -60,6 +60,11 @@ func attachError(ifname string, err error) error {
 // Interface is the name of the interface the program is attached to.
 func (a *Attachment) Interface() string { return a.ifname }
 
+// Ifindex is the index the interface had when the program was attached:
+// an interface deleted and created again has another, and the kernel
+// dropped the attachment with the old one.
+func (a *Attachment) Ifindex() int { return a.ifindex }
+
 // Mode says which program is attached and how: "tcx" (Attach), or
 // "xdp-driver" or "xdp-generic" (AttachXDP).
 func (a *Attachment) Mode() string { return a.mode }
