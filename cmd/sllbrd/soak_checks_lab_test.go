@@ -46,19 +46,19 @@ func (s *soakLab) checkTraffic(specs []soak.Spec) []soak.Row {
 	for _, r := range a.Runs {
 		switch {
 		case len(r.Events) == 0:
-			t.Errorf("%s %s: %d probes lost over %v at %s with no fault", r.Kind, r.Flow, r.Failures, r.Loss, s.at(r.First))
+			s.fails.errorf(t, "%s %s: %d probes lost over %v at %s with no fault", r.Kind, r.Flow, r.Failures, r.Loss, s.at(r.First))
 		case r.Loss > bound(r.Events):
-			t.Errorf("%s %s: %d probes lost over %v at %s during %s, bound %v", r.Kind, r.Flow, r.Failures, r.Loss, s.at(r.First), faults(r.Events), bound(r.Events))
+			s.fails.errorf(t, "%s %s: %d probes lost over %v at %s during %s, bound %v", r.Kind, r.Flow, r.Failures, r.Loss, s.at(r.First), faults(r.Events), bound(r.Events))
 		}
 	}
 	for _, st := range a.Stalls {
 		if b := streamBound(bound(st.Events)); st.RTT > b {
-			t.Errorf("%s %s: an exchange took %v at %s during %s (bound %v)", st.Kind, st.Flow, st.RTT, s.at(st.At), faults(st.Events), b)
+			s.fails.errorf(t, "%s %s: an exchange took %v at %s during %s (bound %v)", st.Kind, st.Flow, st.RTT, s.at(st.At), faults(st.Events), b)
 		}
 	}
 	for _, m := range a.Moves {
 		if !slices.ContainsFunc(m.Events, func(q int) bool { return slices.Contains(endpointKinds, kinds[q]) }) {
-			t.Errorf("%s %s: answered by %s, then by %s (between %s and %s) during %s, which changed no endpoint",
+			s.fails.errorf(t, "%s %s: answered by %s, then by %s (between %s and %s) during %s, which changed no endpoint",
 				m.Kind, m.Flow, m.From, m.To, s.at(m.After), s.at(m.Before), faults(m.Events))
 		}
 	}
@@ -70,7 +70,7 @@ func (s *soakLab) checkTraffic(specs []soak.Spec) []soak.Row {
 	}
 	for _, k := range []string{"udp4", "udp6", "tcp4", "tcp6", "frag4", "frag6", "ping4", "ping6", "sctp4", "sctp6"} {
 		if answered[k] == 0 {
-			t.Errorf("no %s probe was answered in %d samples", k, len(samples))
+			s.fails.errorf(t, "no %s probe was answered in %d samples", k, len(samples))
 		}
 	}
 	t.Logf("%d samples, answered per kind %v; %d loss runs (%d with no fault), %d stalls, %d moves, %d connections broken",

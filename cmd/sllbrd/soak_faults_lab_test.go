@@ -139,7 +139,7 @@ func (s *soakLab) fault(f soak.Fault) soakFault {
 	case faultBurst:
 		return soakFault{s.startBurst, func() error { return nil }}
 	}
-	s.t.Fatalf("no fault %q", f.Kind)
+	s.fails.fatalf(s.t, "no fault %q", f.Kind)
 	return soakFault{}
 }
 

@@ -32,11 +32,11 @@ func (s *soakLab) heapResources(r sample, who string, pid int, get pprofGet) {
 		err = fmt.Errorf("status %d: %.200q", status, body)
 	}
 	if err != nil {
-		s.t.Fatalf("%s heap profile: %v", who, err)
+		s.fails.fatalf(s.t, "%s heap profile: %v", who, err)
 	}
 	live, err := heapAlloc(body)
 	if err != nil {
-		s.t.Fatalf("%s heap profile: %v", who, err)
+		s.fails.fatalf(s.t, "%s heap profile: %v", who, err)
 	}
 	r.r[who+"/heap_live_bytes"] = live
 	if status, prof, err := get("/debug/pprof/heap"); err == nil && status == 200 {

@@ -51,17 +51,19 @@ func TestIntegrationSoak(t *testing.T) {
 	if seed == 0 {
 		seed = time.Now().UnixNano()
 	}
+	fails := &soakFailures{replay: fmt.Sprintf("make soak SOAK_SEED=%d SOAK_DURATION=%v SOAK_DATAPLANE=%s", seed, *soakDuration, *soakDataplane)}
+	fails.sayAtTheEnd(t)
 	specs := soakSpecs()
 	plan, err := soak.Plan(seed, *soakDuration, specs, soak.PlanOptions{MeanGap: 3 * time.Second, MaxOverlap: 2, Settle: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("soak: seed %d, %v, %d faults, race detector %v, --dataplane %s; replay: make soak SOAK_SEED=%d SOAK_DURATION=%v SOAK_DATAPLANE=%s",
-		seed, *soakDuration, len(plan), raceEnabled, *soakDataplane, seed, *soakDuration, *soakDataplane)
+	t.Logf("soak: seed %d, %v, %d faults, race detector %v, --dataplane %s; replay: %s",
+		seed, *soakDuration, len(plan), raceEnabled, *soakDataplane, fails.replay)
 	for _, f := range plan {
 		t.Logf("  plan: at %v: #%s (held %v)", f.At.Round(time.Millisecond), faultName(f), f.Hold)
 	}
-	s := newSoakLab(newClusterWith(t, clusterOptions{udpPorts: []uint16{soakUDPPort}, timeout: *soakDuration + 20*time.Minute}))
+	s := newSoakLab(newClusterWith(t, clusterOptions{udpPorts: []uint16{soakUDPPort}, timeout: *soakDuration + 20*time.Minute}), fails)
 	s.startTraffic()
 	time.Sleep(soakWarmup)
 	base := s.resources()
@@ -135,7 +137,7 @@ func (s *soakLab) run(plan []soak.Fault, specs []soak.Spec) {
 			t.Logf("%s: fault #%s", s.elapsed(), faultName(f))
 			s.running = append(s.running, r) // before inject: what breaks meanwhile is the fault's
 			if err := r.steps.inject(); err != nil {
-				t.Fatalf("fault #%s: %v", faultName(f), err)
+				s.fails.fatalf(t, "fault #%s: %v", faultName(f), err)
 			}
 			r.revertAt = time.Now().Add(f.Hold)
 			continue
@@ -162,7 +164,7 @@ func (s *soakLab) run(plan []soak.Fault, specs []soak.Spec) {
 						s.replaceBrokenStreams()
 					}
 				} else if time.Since(r.reverted) > soakConverge {
-					t.Fatalf("fault #%s: not steady %v after it was undone: %s", faultName(r.ev.Fault), soakConverge, r.why)
+					s.fails.fatalf(t, "fault #%s: not steady %v after it was undone: %s", faultName(r.ev.Fault), soakConverge, r.why)
 				}
 			}
 		}
@@ -180,7 +182,7 @@ func (s *soakLab) revertDue() {
 		}
 		r.reverted = time.Now() // first: its revert may wait and call revertDue
 		if err := r.steps.revert(); err != nil {
-			s.t.Fatalf("fault #%s: undo: %v", faultName(r.ev.Fault), err)
+			s.fails.fatalf(s.t, "fault #%s: undo: %v", faultName(r.ev.Fault), err)
 		}
 		s.t.Logf("%s: fault #%d undone", s.elapsed(), r.ev.Seq)
 	}

@@ -113,7 +113,7 @@ func (s *soakLab) sampleMemory() {
 		}
 		accounts, err := runtimeAccounts(body)
 		if err != nil {
-			s.t.Errorf("%s: %v", who, err)
+			s.fails.errorf(s.t, "%s: %v", who, err)
 			return
 		}
 		st, err := lab.ReadProcStats(pid)
@@ -186,7 +186,7 @@ func (s *soakLab) checkMemory(base, now sample) {
 		} {
 			h, e := m.f(half), m.f(end)
 			if d := e - h; d > max(soakTolerance*h, soakMemFloor) || -d > max(soakTolerance*h, soakMemFloor) {
-				s.t.Errorf("%s: its %s went from %.1f MiB at %v to %.1f MiB at %v, more than %.0f%%",
+				s.fails.errorf(s.t, "%s: its %s went from %.1f MiB at %v to %.1f MiB at %v, more than %.0f%%",
 					who, m.what, h/(1<<20), half.at.Round(time.Second), e/(1<<20), end.at.Round(time.Second), soakTolerance*100)
 			}
 		}

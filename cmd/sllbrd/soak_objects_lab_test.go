@@ -85,7 +85,7 @@ func (s *soakLab) burstDone() bool {
 	select {
 	case <-s.burst.done:
 		if s.burst.err != nil {
-			s.t.Errorf("%s: %v", faultBurst, s.burst.err)
+			s.fails.errorf(s.t, "%s: %v", faultBurst, s.burst.err)
 		}
 		s.burst = nil
 		return true

@@ -82,13 +82,14 @@ type soakLab struct {
 	mem     memSeries      // soak_memory_lab_test.go
 	memAt   time.Time      // the last memory sample
 	burst   *writeBurstRun // the object writes under way, if any
+	fails   *soakFailures  // what its checks failed on
 }
 
 // newSoakLab starts everything and waits until traffic flows through the
 // three SLLBRs to the four targets.
-func newSoakLab(c *cluster) *soakLab {
+func newSoakLab(c *cluster, fails *soakFailures) *soakLab {
 	t := c.t
-	s := &soakLab{cluster: c, broken: map[string]streamBreak{}, audit: map[string]lab.RouteAudit{},
+	s := &soakLab{cluster: c, fails: fails, broken: map[string]streamBreak{}, audit: map[string]lab.RouteAudit{},
 		mainAudit: map[string]uint64{}}
 	s.ctlConfig = c.cp.Kubeconfig(kubetest.ServiceAccount(clusterNS, "sllbrd-controller").Name)
 	s.ctls[0] = c.ctl
@@ -190,7 +191,7 @@ func (s *soakLab) openStreams(vip netip.Addr, n int) {
 	st, err := s.lab.OpenStreams(s.ctx, lab.StreamOptions{VIP: vip, Port: echoPort, Count: n,
 		Interval: 100 * time.Millisecond, PayloadBytes: 512, StallAfter: soakStall, Timeout: soakStreamTimeout()})
 	if err != nil {
-		s.t.Fatalf("open %d long-lived connections to %v: %v", n, vip, err)
+		s.fails.fatalf(s.t, "open %d long-lived connections to %v: %v", n, vip, err)
 	}
 	s.streams = append(s.streams, st)
 	s.t.Cleanup(func() { st.Close() })
@@ -200,7 +201,7 @@ func (s *soakLab) openStreams(vip netip.Addr, n int) {
 // what the connections saw.
 func (s *soakLab) stopTraffic() {
 	if err := s.probes.Stop(); err != nil {
-		s.t.Errorf("probes: %v", err)
+		s.fails.errorf(s.t, "probes: %v", err)
 	}
 	for _, st := range s.streams {
 		for _, ss := range st.Close() {
@@ -243,17 +244,17 @@ func (s *soakLab) checkRouteAudit(since string) {
 	for _, lb := range s.lab.LBs() {
 		a, err := s.lab.ReadRouteAudit(s.ctx, lb)
 		if err != nil {
-			s.t.Fatal(err)
+			s.fails.fatalf(s.t, "%v", err)
 		}
 		was := s.audit[lb]
 		if d4, d6 := a.V4.Elsewhere-was.V4.Elsewhere, a.V6.Elsewhere-was.V6.Elsewhere; d4+d6 != 0 {
-			s.t.Errorf("%s routed %d IPv4 and %d IPv6 packets sllbrd decided to a target some other way %s",
+			s.fails.errorf(s.t, "%s routed %d IPv4 and %d IPv6 packets sllbrd decided to a target some other way %s",
 				lb, d4, d6, since)
 		}
 		s.audit[lb] = a
 		main := readMainTableAudit(s.t, s.lab, lb)
 		if d := main - s.mainAudit[lb]; d != 0 {
-			s.t.Errorf("%s forwarded %d packets by its main table (to the pod network) %s", lb, d, since)
+			s.fails.errorf(s.t, "%s forwarded %d packets by its main table (to the pod network) %s", lb, d, since)
 		}
 		s.mainAudit[lb] = main
 	}

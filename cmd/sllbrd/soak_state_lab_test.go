@@ -75,11 +75,11 @@ func (s *soakLab) procResources(r sample, who string, pid int) {
 	r.pids[who] = pid
 	st, err := lab.ReadProcStats(pid)
 	if err != nil {
-		s.t.Fatalf("%s: %v", who, err)
+		s.fails.fatalf(s.t, "%s: %v", who, err)
 	}
 	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	if err != nil {
-		s.t.Fatalf("%s: %v", who, err)
+		s.fails.fatalf(s.t, "%s: %v", who, err)
 	}
 	r.r[who+"/rss_bytes"] = float64(st.RSS)
 	r.r[who+"/rss_anon_bytes"] = float64(st.RSSAnon)
@@ -90,7 +90,7 @@ func (s *soakLab) procResources(r sample, who string, pid int) {
 // go_goroutines.
 func (s *soakLab) metricsResources(r sample, who, body string, err error) {
 	if err != nil {
-		s.t.Fatalf("%s /metrics: %v", who, err)
+		s.fails.fatalf(s.t, "%s /metrics: %v", who, err)
 	}
 	series := 0
 	sc := bufio.NewScanner(strings.NewReader(body))
@@ -114,7 +114,7 @@ func (s *soakLab) kernelResources(r sample, node string) {
 		Nftables []json.RawMessage `json:"nftables"`
 	}
 	if err := json.Unmarshal([]byte(exec1(s.t, s.lab, node, "nft", "-j", "list", "ruleset")), &ruleset); err != nil {
-		s.t.Fatalf("%s: nft -j list ruleset: %v", node, err)
+		s.fails.fatalf(s.t, "%s: nft -j list ruleset: %v", node, err)
 	}
 	r.r[node+"/nft_objects"] = float64(len(ruleset.Nftables))
 	r.r[node+"/rules"] = float64(lines(exec1(s.t, s.lab, node, "ip", "-4", "rule")) + lines(exec1(s.t, s.lab, node, "ip", "-6", "rule")))
@@ -168,7 +168,7 @@ func (s *soakLab) checkResources(base, now sample) {
 	s.t.Logf("resources after warm-up and at the end (restarted by faults or changed role, compared by kernel state only: %v):\n  %s",
 		restarted, strings.Join(table, "\n  "))
 	for _, p := range soak.Flat(b, n, soakTolerance, soakFloor) {
-		s.t.Errorf("resource not flat over the soak: %s", p)
+		s.fails.errorf(s.t, "resource not flat over the soak: %s", p)
 	}
 }
 
@@ -181,10 +181,10 @@ func (s *soakLab) checkFreshStart() {
 	for i := 1; i <= 3; i++ {
 		before, decided, raw := s.lbState(i), s.decisions(i), s.rawState(i)
 		if err := s.terminate(i); err != nil {
-			s.t.Fatal(err)
+			s.fails.fatalf(s.t, "%v", err)
 		}
 		if err := s.restartLB(i); err != nil {
-			s.t.Fatal(err)
+			s.fails.fatalf(s.t, "%v", err)
 		}
 		waitFor(s.t, soakConverge, fmt.Sprintf("steady after lb%d's fresh start", i), func() bool {
 			s.probeReadiness() // kubelet's part
@@ -195,10 +195,10 @@ func (s *soakLab) checkFreshStart() {
 			dir, _ := os.MkdirTemp("", fmt.Sprintf("sllbrd-soak-lb%d-state-", i))
 			_ = os.WriteFile(filepath.Join(dir, "before.txt"), []byte(raw), 0o644)
 			_ = os.WriteFile(filepath.Join(dir, "after.txt"), []byte(s.rawState(i)), 0o644)
-			s.t.Errorf("lb%d after the soak differs from a fresh start on the same objects (before, after; both in full in %s):\n%s", i, dir, d)
+			s.fails.errorf(s.t, "lb%d after the soak differs from a fresh start on the same objects (before, after; both in full in %s):\n%s", i, dir, d)
 		}
 		if d := soak.Diff(decided, s.decisions(i)); d != "" {
-			s.t.Errorf("lb%d after the soak decides flows otherwise than a fresh start (before, after):\n%s", i, d)
+			s.fails.errorf(s.t, "lb%d after the soak decides flows otherwise than a fresh start (before, after):\n%s", i, d)
 		}
 	}
 }
@@ -214,7 +214,7 @@ func (s *soakLab) decisions(i int) string {
 					Dst: netip.AddrPortFrom(vip, map[string]uint16{"udp": soakUDPPort, "tcp": flowPort}[proto])}
 				x, err := explainSoakFlow(s.lbs[i].AdminSocket, f)
 				if err != nil {
-					s.t.Fatal(err)
+					s.fails.fatalf(s.t, "%v", err)
 				}
 				fmt.Fprintf(&b, "%s -> %s\n", f, decidedTo(x))
 			}
@@ -236,7 +236,7 @@ func (s *soakLab) lbState(i int) string {
 	node := lab.LBName(i)
 	nft, err := soak.NormalizeRuleset([]byte(exec1(s.t, s.lab, node, "nft", "-j", "list", "ruleset")))
 	if err != nil {
-		s.t.Fatal(err)
+		s.fails.fatalf(s.t, "%v", err)
 	}
 	var b strings.Builder
 	b.WriteString(sortElements(kernelNumbers.ReplaceAllString(nft, "#")))
@@ -251,7 +251,7 @@ func (s *soakLab) lbState(i int) string {
 	for _, topic := range []string{"routes", "services", "endpoints", "sessions", "config"} {
 		var v any
 		if err := adminJSON(s.lbs[i].AdminSocket, &v, "show", topic); err != nil {
-			s.t.Fatal(err)
+			s.fails.fatalf(s.t, "%v", err)
 		}
 		out, _ := json.MarshalIndent(dropVolatile(v), "", " ")
 		fmt.Fprintf(&b, "# sllbrd show %s\n%s\n", topic, out)

@@ -59,7 +59,7 @@ func (s *soakLab) watchStreams() {
 			}
 			s.broken[key] = b
 			if !b.ok {
-				s.t.Errorf("%s: the long-lived connection %s to %s broke (%s) during %s: %s", s.elapsed(), key, st.Target, b.why, b.faults, b.err)
+				s.fails.errorf(s.t, "%s: the long-lived connection %s to %s broke (%s) during %s: %s", s.elapsed(), key, st.Target, b.why, b.faults, b.err)
 			} else {
 				s.t.Logf("%s: the long-lived connection %s to %s broke: %s (%s)", s.elapsed(), key, st.Target, b.why, b.faults)
 			}
