@@ -52,6 +52,10 @@
 // count the connections a change breaks (and, with StallAfter, when each
 // exchange was slow and when each connection broke).
 //
+// InstallXDPSink counts and drops UDP at an interface's XDP hook (driver
+// mode), so that a benchmark's receiver costs next to nothing and the load
+// balancer is the bottleneck; Close detaches every sink left.
+//
 // StartProbes sends steady, bounded probe traffic from the client to VIPs
 // and reports every probe's outcome: fixed UDP flows, new TCP connections,
 // fragmented UDP, ICMP echo and SCTP INITs, both families, one loop per kind

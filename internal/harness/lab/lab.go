@@ -24,6 +24,7 @@ type Lab struct {
 	mu      sync.Mutex
 	created []string // namespaces, in creation order
 	procs   []*Process
+	sinks   []*XDPSink
 	resp    map[string]*Process // target -> its responder
 	spawn   *spawner
 	closed  bool
@@ -136,8 +137,9 @@ func (l *Lab) spawnTracked(p *Process) error {
 	return nil
 }
 
-// Close stops every process the lab started (by PID, newest first), deletes
-// its namespaces (by name) and its temporary directory. It is idempotent.
+// Close closes every XDP sink the lab installed, stops every process it
+// started (by PID, newest first), deletes its namespaces (by name) and its
+// temporary directory. It is idempotent.
 func (l *Lab) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -145,9 +147,12 @@ func (l *Lab) Close() error {
 		return nil
 	}
 	l.closed = true
-	procs, created := l.procs, l.created
+	procs, created, sinks := l.procs, l.created, l.sinks
 	l.mu.Unlock()
 	var errs []error
+	for i := len(sinks) - 1; i >= 0; i-- {
+		errs = append(errs, sinks[i].Close())
+	}
 	for i := len(procs) - 1; i >= 0; i-- {
 		errs = append(errs, procs[i].Stop())
 	}
