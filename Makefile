@@ -123,6 +123,10 @@ demo: deps ## Build, run sllbrd in a network-namespace lab with BIRD on deploy/e
 bench-e2e: deps ## Packets per second through sllbrd vs plain kernel forwarding in the lab, with CPU and RSS (root).
 	$(GO) run ./internal/harness/e2e/cmd/benche2e
 
+.PHONY: bench-lb
+bench-lb: deps ## Packets per second through lb1 alone, as a router is measured (frames from a packet socket, a target dropping at XDP): sllbrd's kernel path and eBPF datapath vs plain kernel forwarding (root).
+	$(GO) run ./internal/harness/e2e/cmd/benche2e -rig lb
+
 .PHONY: footprint
 footprint: deps ## sllbrd's memory at rest in the lab (deploy/examples; files, API server, static): VmRSS, PSS, cgroup, Go runtime, and the memory limits it runs under (root). FOOTPRINT_COMPARE=name=path,... adds binaries; FOOTPRINT_LIMITS=sweep|MiB,... the limits.
 	@assets=$$(hack/kube-assets.sh) && KUBEBUILDER_ASSETS=$$assets SLLBRD_REQUIRE_INTEGRATION=1 \

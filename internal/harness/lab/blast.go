@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -38,6 +39,12 @@ type BlastOptions struct {
 	// IPv4/IPv6 fragments of 16 bytes (two per 64-byte frame's datagram);
 	// targets count a datagram once, by its first fragment.
 	FragmentEvery int
+	// FromGateway sends the same packets as Ethernet frames from the
+	// gateway's GatewayLink to lb1's MAC through a packet socket that
+	// bypasses the qdisc (blast_link.go): neither the client's stack nor
+	// the gateway's forwarding is on the path, only lb1 (and, with
+	// Options.PointToPoint, no bridge either).
+	FromGateway bool
 }
 
 // BlastResult is what a blast measured.
@@ -171,6 +178,13 @@ func (l *Lab) Blast(ctx context.Context, o BlastOptions) (BlastResult, error) {
 func (l *Lab) blastSenders(o BlastOptions) ([]*mmsgSender, error) {
 	src := ClientAddrs().For(o.VIP)
 	payload := payloadSize(o.FrameSize, o.VIP.Is4())
+	var link frameLink
+	if o.FromGateway {
+		var err error
+		if link, err = l.gatewayToLB1(); err != nil {
+			return nil, err
+		}
+	}
 	var out []*mmsgSender
 	for s := range o.Senders {
 		var pkts [][]byte
@@ -183,11 +197,19 @@ func (l *Lab) blastSenders(o BlastOptions) ([]*mmsgSender, error) {
 				datagram = testpkt.Fragments(f, make([]byte, payload), 16, uint32(s*o.Flows+i))
 			}
 			for j, p := range datagram {
+				if o.FromGateway {
+					p = link.frame(p)
+				}
 				pkts, firsts = append(pkts, p), append(firsts, j == 0)
 			}
 		}
 		var fd int
-		err := l.Do(ClientNode, func() (err error) { fd, err = rawSocket(o.VIP); return err })
+		var err error
+		if o.FromGateway {
+			err = l.Do(GatewayNode, func() (err error) { fd, err = packetSocket(link.ifindex); return err })
+		} else {
+			err = l.Do(ClientNode, func() (err error) { fd, err = rawSocket(o.VIP); return err })
+		}
 		if err != nil {
 			for _, s := range out {
 				unix.Close(s.fd)
@@ -332,6 +354,18 @@ func (l *Lab) blastCounters(ctx context.Context) (map[string]uint64, error) {
 			return nil, fmt.Errorf("blast counter of %s: %w", t, err)
 		}
 		out[t] = n
+	}
+	// What an XDP sink dropped never reached the counter: its count adds
+	// (every UDP frame, the blast's and any other).
+	l.mu.Lock()
+	sinks := slices.Clone(l.sinks)
+	l.mu.Unlock()
+	for _, s := range sinks {
+		n, err := s.Count()
+		if err != nil {
+			return nil, fmt.Errorf("blast counter of %s: %w", s.node, err)
+		}
+		out[s.node] += n
 	}
 	return out, nil
 }

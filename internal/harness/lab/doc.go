@@ -54,7 +54,12 @@
 //
 // InstallXDPSink counts and drops UDP at an interface's XDP hook (driver
 // mode), so that a benchmark's receiver costs next to nothing and the load
-// balancer is the bottleneck; Close detaches every sink left.
+// balancer is the bottleneck; Close detaches every sink left, and a blast
+// counts what a target's sink dropped. With Options.PointToPoint the
+// gateway, lb1 and t1 are linked by veth pairs of their own (no bridge), and
+// BlastOptions.FromGateway sends the blast as Ethernet frames from the
+// gateway's packet socket straight to lb1: with a sink on t1, lb1 is nearly
+// all of a packet's cost, as a router is measured.
 //
 // StartProbes sends steady, bounded probe traffic from the client to VIPs
 // and reports every probe's outcome: fixed UDP flows, new TCP connections,

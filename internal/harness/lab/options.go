@@ -47,6 +47,12 @@ type Options struct {
 	// bridges Trunk links to the switch's (pods on a Kubernetes node).
 	// LBs and Targets must be 0.
 	GatewayOnly bool
+	// PointToPoint links the gateway straight to lb1 and lb1 straight to
+	// t1, each with a veth pair of its own (no switch, no bridge on the
+	// path), for benchmarks where the LB must be the bottleneck: LBs and
+	// Targets must be 1 (0 means 1). The addresses are the same as with
+	// the bridges.
+	PointToPoint bool
 	// RunID overrides the random run id (letters and digits, at most 8).
 	RunID  string
 	Logger Logger
@@ -72,6 +78,10 @@ func (o Options) withDefaults() (Options, error) {
 	case o.GatewayOnly && (o.LBs != 0 || o.Targets != 0):
 		return o, fmt.Errorf("lab: GatewayOnly with %d LBs and %d targets, want none", o.LBs, o.Targets)
 	case o.GatewayOnly:
+	case o.PointToPoint && (o.LBs < 0 || o.LBs > 1 || o.Targets < 0 || o.Targets > 1):
+		return o, fmt.Errorf("lab: PointToPoint with %d LBs and %d targets, want 1 of each", o.LBs, o.Targets)
+	case o.PointToPoint:
+		o.LBs, o.Targets = 1, 1
 	default:
 		if o.LBs == 0 {
 			o.LBs = 1

@@ -24,3 +24,18 @@ func TestOptionsLBs(t *testing.T) {
 		t.Errorf("ports %v %v %v, %v", o.UDPPorts, o.TCPPorts, o.EchoPorts, err)
 	}
 }
+
+func TestOptionsPointToPoint(t *testing.T) {
+	for _, tc := range []struct {
+		lbs, targets int
+		err          string
+	}{{0, 0, ""}, {1, 1, ""}, {2, 1, "PointToPoint with 2 LBs"}, {1, 3, "and 3 targets"}, {-1, 1, "want 1 of each"}} {
+		o, err := Options{PointToPoint: true, LBs: tc.lbs, Targets: tc.targets}.withDefaults()
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("LBs %d, targets %d: error %v, want %q", tc.lbs, tc.targets, err, tc.err)
+		case tc.err == "" && (err != nil || o.LBs != 1 || o.Targets != 1):
+			t.Errorf("LBs %d, targets %d: %d, %d, %v; want 1, 1", tc.lbs, tc.targets, o.LBs, o.Targets, err)
+		}
+	}
+}

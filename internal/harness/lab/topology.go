@@ -95,6 +95,14 @@ func (l *Lab) build(ctx context.Context) error {
 			return fmt.Errorf("bridge %s: %w", br, err)
 		}
 	}
+	if l.opts.PointToPoint {
+		if err := l.pair(ctx, GatewayNode, LBName(1), GatewayLink); err != nil {
+			return err
+		}
+		if err := l.pair(ctx, LBName(1), TargetName(1), TargetLink); err != nil {
+			return err
+		}
+	}
 	steps := []func(context.Context) error{l.buildClient, l.buildGateway}
 	for i := 1; i <= l.opts.LBs; i++ {
 		steps = append(steps, func(ctx context.Context) error { return l.buildLB(ctx, i) })
@@ -159,8 +167,12 @@ func isLB(node string) bool { return len(node) > 2 && node[:2] == "lb" }
 func isTarget(node string) bool { return len(node) > 1 && node[0] == 't' }
 
 // plug connects node's interface ifname to the switch's bridge through a veth
-// pair whose switch end is named port, and brings both ends up.
+// pair whose switch end is named port, and brings both ends up. With
+// Options.PointToPoint the interface exists already, a pair's end (build).
 func (l *Lab) plug(ctx context.Context, node, ifname, bridge, port string) error {
+	if l.opts.PointToPoint {
+		return nil
+	}
 	sw := l.NS(SwitchNode)
 	if err := ip(ctx, sw, "link", "add", port, "type", "veth", "peer", "name", ifname, "netns", l.NS(node)); err != nil {
 		return fmt.Errorf("plug %s/%s: %w", node, ifname, err)
@@ -169,6 +181,20 @@ func (l *Lab) plug(ctx context.Context, node, ifname, bridge, port string) error
 		return fmt.Errorf("plug %s/%s: %w", node, ifname, err)
 	}
 	return ip(ctx, l.NS(node), "link", "set", ifname, "up")
+}
+
+// pair links nodes a and b with a veth pair whose ends are both named
+// ifname, and brings both up.
+func (l *Lab) pair(ctx context.Context, a, b, ifname string) error {
+	if err := ip(ctx, l.NS(a), "link", "add", ifname, "type", "veth", "peer", "name", ifname, "netns", l.NS(b)); err != nil {
+		return fmt.Errorf("link %s-%s: %w", a, b, err)
+	}
+	for _, node := range []string{a, b} {
+		if err := ip(ctx, l.NS(node), "link", "set", ifname, "up"); err != nil {
+			return fmt.Errorf("link %s-%s: %w", a, b, err)
+		}
+	}
+	return nil
 }
 
 // address adds both addresses of a to ifname in node (IPv6 without DAD).

@@ -84,7 +84,7 @@ func TestFloorRoutes(t *testing.T) {
 // profiled.
 func TestSetupsReferToForwarding(t *testing.T) {
 	for _, senders := range []int{1, 2} {
-		ss := setups(senders)
+		ss := setups(options{senders: senders, rig: rigPath})
 		bpf, xdp := map[bool]int{}, map[bool]int{} // tc only, and with XDP, by pinned
 		for i, s := range ss {
 			if s.kernel() {
@@ -181,5 +181,26 @@ func TestIntegrationFloorDecidesAndLeavesNothing(t *testing.T) {
 	}
 	if err := b.warmUp(ctx); err == nil {
 		t.Error("a warm-up arrived without the floor: lb1 routes the VIP by other means, so the floor's checks prove nothing")
+	}
+}
+
+// TestLBSetups: the LB rig measures plain forwarding first, then the
+// kernel path, the eBPF datapath and its XDP program in driver mode, all
+// unpinned, each compared with that forwarding, and each searched.
+func TestLBSetups(t *testing.T) {
+	ss := setups(options{senders: 2, rig: rigLB})
+	if len(ss) != 4 || !ss[0].kernel() {
+		t.Fatalf("setups %+v: want forwarding and three sllbrd setups", ss)
+	}
+	for _, s := range ss[1:] {
+		if s.pinned || s.reference != 0 || s.floor || s.fragmentEvery != 0 {
+			t.Errorf("%s: pinned %v, reference %d, floor %v, fragments %d", s.name, s.pinned, s.reference, s.floor, s.fragmentEvery)
+		}
+	}
+	if x := ss[3]; !x.xdp() || !slices.Equal(x.xdpArgs, []string{"--bpf-xdp", "driver"}) {
+		t.Errorf("%s: xdp args %v, want driver mode", x.name, x.xdpArgs)
+	}
+	if got := len(searched(ss)); got != 4 {
+		t.Errorf("%d setups searched, want 4", got)
 	}
 }

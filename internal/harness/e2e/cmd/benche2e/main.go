@@ -24,7 +24,11 @@ type options struct {
 	// in turn.
 	profileRounds int
 	timeout       time.Duration // bound of the whole run
-	verbose       bool          // log the lab's progress
+	// rig is the lab: rigPath (client, gateway, bridges, lb1, three
+	// targets) or rigLB (lb.go: the LB alone between a frame generator
+	// and a target that drops at XDP).
+	rig     string
+	verbose bool // log the lab's progress
 }
 
 func parseOptions(args []string, errOut io.Writer) (options, error) {
@@ -39,6 +43,7 @@ func parseOptions(args []string, errOut io.Writer) (options, error) {
 	fs.IntVar(&o.profileRounds, "profile-rounds", 3, "profiles of each unpinned setup, taken in turn")
 	fs.DurationVar(&o.timeout, "timeout", 9*time.Minute, "bound of the whole run")
 	fs.BoolVar(&o.verbose, "v", false, "log the lab's progress")
+	fs.StringVar(&o.rig, "rig", rigPath, "the lab: "+rigPath+" (the whole path: client, gateway, bridges, lb1, targets) or "+rigLB+" (lb1 alone between a frame generator and a target dropping at XDP)")
 	if err := fs.Parse(args); err != nil {
 		return o, err // flag has printed it
 	}
@@ -61,6 +66,8 @@ func (o options) validate(rest []string) error {
 		return fmt.Errorf("-profile-rounds %d: want 1..5", o.profileRounds)
 	case o.senders < 1 || o.senders > 8:
 		return fmt.Errorf("-senders %d: want 1..8", o.senders)
+	case o.rig != rigPath && o.rig != rigLB:
+		return fmt.Errorf("-rig %q: want %s or %s", o.rig, rigPath, rigLB)
 	case o.timeout <= 0 || o.timeout > 10*time.Minute:
 		return errors.New("-timeout: want (0, 10m]")
 	}

@@ -240,7 +240,7 @@ func (b *bench) withSllbrd(ctx context.Context, s setup, fn func(*e2e.Instance) 
 // warmUp sends a few packets so that neighbours are resolved before a
 // measurement, and checks that they arrive.
 func (b *bench) warmUp(ctx context.Context) error {
-	res, err := b.lab.Blast(ctx, lab.BlastOptions{VIP: b.vip, Count: 2000, Rate: 20000, Duration: time.Second})
+	res, err := b.lab.Blast(ctx, lab.BlastOptions{VIP: b.vip, Count: 2000, Rate: 20000, Duration: time.Second, FromGateway: b.o.rig == rigLB})
 	if err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
@@ -253,5 +253,6 @@ func (b *bench) warmUp(ctx context.Context) error {
 // blastOptions is a measurement blast of s at rate (0: as fast as
 // possible).
 func (b *bench) blastOptions(s setup, rate float64) lab.BlastOptions {
-	return lab.BlastOptions{VIP: b.vip, Duration: b.o.duration, Senders: s.senders, Rate: rate, FragmentEvery: s.fragmentEvery}
+	return lab.BlastOptions{VIP: b.vip, Duration: b.o.duration, Senders: s.senders, Rate: rate, FragmentEvery: s.fragmentEvery,
+		FromGateway: b.o.rig == rigLB}
 }

@@ -92,13 +92,16 @@ func TestParseOptions(t *testing.T) {
 		{[]string{"-profile-rounds", "6"}, false},
 		{[]string{"extra"}, false},
 		{[]string{"-nosuchflag"}, false},
+		{[]string{"-rig", "lb"}, true},
+		{[]string{"-rig", "path"}, true},
+		{[]string{"-rig", "switch"}, false},
 	}
 	for _, tc := range tests {
 		o, err := parseOptions(tc.args, io.Discard)
 		if (err == nil) != tc.ok {
 			t.Errorf("parseOptions(%v) error %v, want ok %v", tc.args, err, tc.ok)
 		}
-		if tc.args == nil && (o.rounds != 3 || o.duration != 4*time.Second || !o.search || !o.profile || o.profileRounds != 3) {
+		if tc.args == nil && (o.rounds != 3 || o.duration != 4*time.Second || !o.search || !o.profile || o.profileRounds != 3 || o.rig != rigPath) {
 			t.Errorf("defaults = %+v", o)
 		}
 	}

@@ -47,8 +47,11 @@ var (
 // held to its kind's goal (goal); an XDP variant of the eBPF datapath is a
 // setup of dataplaneBPF with the sllbrd flags that attach it at XDP as
 // xdpArgs.
-func setups(senders int) []setup {
-	n := runtime.NumCPU()
+func setups(o options) []setup {
+	senders, n := o.senders, runtime.NumCPU()
+	if o.rig == rigLB {
+		return lbSetups(senders, n)
+	}
 	if n < 2 {
 		return referToForwarding([]setup{{name: "kernel forwarding", senders: senders},
 			{name: "sllbrd nfqueue, 1 queue", dataplane: dataplaneNFQueue, queues: 1, senders: senders},
@@ -127,7 +130,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	defer cleanup()
-	rep := report{setups: setups(o.senders), samples: map[string][]sample{}, env: environment(o)}
+	rep := report{setups: setups(o), samples: map[string][]sample{}, env: environment(o)}
 	for round := 1; round <= o.rounds; round++ {
 		for _, s := range rep.setups {
 			smp, err := b.measure(ctx, s)
@@ -177,7 +180,11 @@ func newBench(ctx context.Context, o options, out io.Writer) (*bench, func(), er
 	if o.verbose {
 		logger = stderrLogger{}
 	}
-	b.lab, err = lab.New(ctx, lab.Options{Targets: 3, NoResponders: true, Logger: logger})
+	lo := lab.Options{Targets: 3, NoResponders: true, Logger: logger}
+	if o.rig == rigLB {
+		lo = lab.Options{PointToPoint: true, NoResponders: true, Logger: logger}
+	}
+	b.lab, err = lab.New(ctx, lo)
 	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, nil, err
@@ -191,6 +198,12 @@ func newBench(ctx context.Context, o options, out io.Writer) (*bench, func(), er
 	if err := b.setSLLBRSysctls(ctx); err != nil {
 		cleanup()
 		return nil, nil, err
+	}
+	if o.rig == rigLB {
+		if err := b.sinkAllTargets(ctx); err != nil {
+			cleanup()
+			return nil, nil, err
+		}
 	}
 	if err := e2e.WriteManifests(tmp, blastService, blastRoute(b.lab.Options().BlastPort)); err != nil {
 		cleanup()
@@ -225,8 +238,12 @@ func (stderrLogger) Logf(format string, args ...any) {
 // environment describes the machine and the run's settings.
 func environment(o options) string {
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-	return fmt.Sprintf("%d CPUs, kernel %s, %s; %d rounds of %v blasts of 64-byte UDP frames to %v",
-		runtime.NumCPU(), strings.TrimSpace(string(kernel)), runtime.Version(), o.rounds, o.duration, lab.DefaultVIPs[0])
+	rig := "the whole path (client, gateway, bridges, lb1, 3 targets)"
+	if o.rig == rigLB {
+		rig = "lb1 alone (frames from the gateway's packet socket, t1 dropping at XDP)"
+	}
+	return fmt.Sprintf("%d CPUs, kernel %s, %s; rig %s: %s; %d rounds of %v blasts of 64-byte UDP frames to %v",
+		runtime.NumCPU(), strings.TrimSpace(string(kernel)), runtime.Version(), o.rig, rig, o.rounds, o.duration, lab.DefaultVIPs[0])
 }
 
 // brief is one progress line for a sample.
