@@ -356,11 +356,14 @@ func (l *Lab) blastCounters(ctx context.Context) (map[string]uint64, error) {
 		out[t] = n
 	}
 	// What an XDP sink dropped never reached the counter: its count adds
-	// (every UDP frame, the blast's and any other).
+	// (every UDP frame, the blast's and any other), while it is installed.
 	l.mu.Lock()
 	sinks := slices.Clone(l.sinks)
 	l.mu.Unlock()
 	for _, s := range sinks {
+		if s.isClosed() {
+			continue
+		}
 		n, err := s.Count()
 		if err != nil {
 			return nil, fmt.Errorf("blast counter of %s: %w", s.node, err)

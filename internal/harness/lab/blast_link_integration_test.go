@@ -11,7 +11,8 @@ import (
 // gateway's and lb1's vlan-100, and lb1's and t1's net1, are each other's
 // veth peers (no bridge); a blast from the gateway's packet socket, forwarded
 // by lb1's plain routes, arrives whole at t1's XDP sink, both families, and
-// the blast counts it; the gateway forwards none of it.
+// the blast counts it; the gateway forwards none of it. A sink at lb1
+// takes it all while it is there.
 func TestIntegrationBlastFromGatewayPointToPoint(t *testing.T) {
 	l := newTestLab(t, Options{PointToPoint: true, NoResponders: true})
 	ctx := context.Background()
@@ -50,5 +51,21 @@ func TestIntegrationBlastFromGatewayPointToPoint(t *testing.T) {
 	}
 	if gw1 := forwarded(); gw1 != gw0 {
 		t.Errorf("the gateway forwarded some of the blast: before\n%s\nafter\n%s", gw0, gw1)
+	}
+	// A sink on lb1's side counts there, and once closed counts no more.
+	sink, err := l.InstallXDPSink(LBName(1), GatewayLink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := l.Blast(ctx, BlastOptions{VIP: families[0].vip, Count: n, Rate: 30000, Duration: 2 * time.Second, FromGateway: true})
+	if err != nil || res.Received != res.Sent || res.PerTarget[LBName(1)] != res.Sent || res.PerTarget[TargetName(1)] != 0 {
+		t.Errorf("with a sink at lb1: %v, %v; want all of it dropped there", res, err)
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	res, err = l.Blast(ctx, BlastOptions{VIP: families[0].vip, Count: n, Rate: 30000, Duration: 2 * time.Second, FromGateway: true})
+	if err != nil || res.Received != res.Sent || res.PerTarget[TargetName(1)] != res.Sent || res.PerTarget[LBName(1)] != 0 {
+		t.Errorf("after lb1's sink closed: %v, %v; want all of it at t1", res, err)
 	}
 }

@@ -176,6 +176,13 @@ func (s *XDPSink) Count() (uint64, error) {
 	return sum, nil
 }
 
+// isClosed reports whether Close has run.
+func (s *XDPSink) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
 // Close detaches the program and frees it and its map; frames pass to the
 // stack again. It is idempotent. An interface deleted meanwhile (its
 // namespace gone) is no error: the kernel detached the program then.

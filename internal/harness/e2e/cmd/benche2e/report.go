@@ -28,6 +28,7 @@ type report struct {
 	setups   []setup
 	samples  map[string][]sample // by setup name, one per round
 	lossFree []*searchResult
+	rigCost  []sample // rigLB: the rig's own cost, a sample per round (lb.go)
 	profiles []*profileResult
 	elapsed  time.Duration
 }
@@ -102,6 +103,7 @@ func (r *report) write(w io.Writer) {
 		nfqlbRatio, nfqlbRatioUnpinned, nfqlbCPUMicros, nfqlbRSSMB)
 	tw.Flush()
 	r.writeVerdict(w)
+	r.writeRigCost(w)
 	r.writeLossFree(w)
 	for _, p := range r.profiles {
 		if p.round <= 1 {

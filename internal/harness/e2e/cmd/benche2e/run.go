@@ -140,6 +140,15 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			fmt.Fprintf(out, "round %d  %-28s %s\n", round, s.name, brief(smp))
 			rep.samples[s.name] = append(rep.samples[s.name], smp)
 		}
+		if o.rig == rigLB {
+			smp, err := b.measureRigCost(ctx, o.senders)
+			if err != nil {
+				return fmt.Errorf("round %d: %w", round, err)
+			}
+			fmt.Fprintf(out, "round %d  %-28s %s, %.2f us of machine CPU per packet sent\n", round, "the rig alone", brief(smp),
+				float64(rigCostPerPacket(smp).Nanoseconds())/1e3)
+			rep.rigCost = append(rep.rigCost, smp)
+		}
 	}
 	for _, s := range searched(rep.setups) {
 		if !o.search {
