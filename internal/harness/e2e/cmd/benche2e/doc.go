@@ -34,6 +34,15 @@
 // forwarding unpinned for the eBPF datapath, 2x for its XDP variant, a
 // setup with xdpArgs; the floor is held to the kernel path's).
 //
+// With -rig lb (`make bench-lb`, lb.go) it measures lb1 alone, as a router
+// is measured: the gateway sends prepared frames through a packet socket
+// straight into lb1 over a veth of their own, lb1 forwards over another to
+// t1, which holds the three targets' addresses and drops and counts UDP at
+// XDP in driver mode; the setups are plain forwarding, the kernel path, the
+// eBPF datapath and its XDP program in driver mode, unpinned. Each round
+// also measures the rig's own cost (the blast dropped at lb1's XDP) and the
+// report gives each setup's ratio to forwarding beyond it.
+//
 // Promises: it needs root and runs from the module root with no
 // arguments; every blast is bounded (seconds) and the whole run is bounded
 // by -timeout (default 9m); the lab (namespaces, processes) is removed on

@@ -258,3 +258,32 @@ func wantAll(t *testing.T, text, out string, wants ...string) {
 		}
 	}
 }
+
+// TestWriteRigCost: the rig's cost per packet sent is taken off forwarding's
+// and each setup's machine CPU per packet received, round by round, before
+// they are divided.
+func TestWriteRigCost(t *testing.T) {
+	ss := lbSetups(2, 2)
+	us := func(n int) time.Duration { return time.Duration(n) * time.Microsecond }
+	// 1000 packets each: forwarding 5 us, the kernel path 6, bpf 3.5, XDP
+	// 2.5 per packet; the rig 2 per packet sent (1000 sent, 900 counted).
+	at := func(perPacketUS float64) sample {
+		return sample{blast: blastAt(1000, 1000), machine: time.Duration(perPacketUS * 1000 * float64(time.Microsecond))}
+	}
+	r := &report{setups: ss, samples: map[string][]sample{
+		ss[0].name: {at(5)}, ss[1].name: {at(6)}, ss[2].name: {at(3.5)}, ss[3].name: {at(2.5)}},
+		rigCost: []sample{{blast: blastAt(1000, 900), machine: us(2000)}}}
+	var b bytes.Buffer
+	r.writeRigCost(&b)
+	for _, want := range []string{"2.00 us of machine CPU per packet sent",
+		ss[1].name + ": 0.75x", ss[2].name + ": 2.00x", ss[3].name + ": 6.00x (the eBPF datapath's at XDP goal 2.00)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("missing %q in:\n%s", want, b.String())
+		}
+	}
+	var none bytes.Buffer
+	(&report{setups: ss, samples: r.samples}).writeRigCost(&none)
+	if none.Len() != 0 {
+		t.Errorf("without rig cost samples: %q, want nothing", none.String())
+	}
+}
