@@ -62,7 +62,9 @@ func waitSince(t *testing.T, start time.Time, limit time.Duration, what string, 
 	t.Helper()
 	for !cond() {
 		if time.Since(start) > limit {
-			t.Fatalf("%s: not within %v", what, limit)
+			msg := fmt.Sprintf("%s: not within %v", what, limit)
+			noteFailure(t, msg)
+			t.Fatal(msg)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -87,7 +89,9 @@ func exec1(t *testing.T, l *lab.Lab, node string, args ...string) string {
 	t.Helper()
 	out, err := l.Exec(context.Background(), node, args...)
 	if err != nil {
-		t.Fatalf("%s: %v: %v: %s", node, args, err, out)
+		msg := fmt.Sprintf("%s: %v: %v: %s", node, args, err, out)
+		noteFailure(t, msg)
+		t.Fatal(msg)
 	}
 	return out
 }

@@ -12,7 +12,20 @@ import (
 // tail would otherwise show those logs and not what failed or the seed that
 // replays it.
 
-// soakFailures records what the soak's checks failed on.
+// recorders are the failure records of the tests that keep one, by test:
+// the package's shared helpers (waitSince, exec1) add their fatal failures
+// to the record of the test they fail, when it keeps one.
+var recorders sync.Map // *testing.T -> *soakFailures
+
+// noteFailure adds msg to t's failure record, if t keeps one.
+func noteFailure(t *testing.T, msg string) {
+	if f, ok := recorders.Load(t); ok {
+		f.(*soakFailures).record("%s", msg)
+	}
+}
+
+// soakFailures records what the soak's checks, and the helpers they call,
+// failed on.
 type soakFailures struct {
 	mu     sync.Mutex
 	msgs   []string
@@ -42,7 +55,9 @@ func (f *soakFailures) record(format string, args ...any) {
 // sayAtTheEnd registers, as t's first cleanup and so its last to run, the
 // summary of a failed run.
 func (f *soakFailures) sayAtTheEnd(t *testing.T) {
+	recorders.Store(t, f)
 	t.Cleanup(func() {
+		recorders.Delete(t)
 		if !t.Failed() {
 			return
 		}
@@ -51,7 +66,7 @@ func (f *soakFailures) sayAtTheEnd(t *testing.T) {
 		var b strings.Builder
 		fmt.Fprintf(&b, "the soak failed; replay: %s\n", f.replay)
 		if len(f.msgs) == 0 {
-			b.WriteString("  it failed outside the soak's checks (setup or the lab's harness): its first error is above the logs")
+			b.WriteString("  it failed outside the soak's checks and the shared helpers (the cluster's setup or the lab's harness): its first error is above the logs")
 		}
 		for i, m := range f.msgs {
 			if i > 0 {

@@ -105,14 +105,14 @@ func newSoakLab(c *cluster, fails *soakFailures) *soakLab {
 	t.Cleanup(s.keepLogsOnFailure) // before the lab's cleanup removes them
 	objs, err := kubetest.DecodeObjects([]byte(soakUDPRoute))
 	if err != nil {
-		t.Fatal(err)
+		s.fails.fatalf(t, "%v", err)
 	}
 	if _, err := c.dyn.Create(c.ctx, clusterNS, objs[0]); err != nil {
-		t.Fatal(err)
+		s.fails.fatalf(t, "%v", err)
 	}
 	for _, lb := range c.lab.LBs() {
 		if err := c.lab.InstallRouteAudit(c.ctx, lb); err != nil {
-			t.Fatal(err)
+			s.fails.fatalf(t, "%v", err)
 		}
 		installMainTableAudit(t, c.lab, lb)
 	}
@@ -143,7 +143,7 @@ func newSoakLab(c *cluster, fails *soakFailures) *soakLab {
 	for _, lb := range c.lab.LBs() {
 		a, err := c.lab.ReadRouteAudit(c.ctx, lb)
 		if err != nil {
-			t.Fatal(err)
+			s.fails.fatalf(t, "%v", err)
 		}
 		s.audit[lb] = a
 		s.mainAudit[lb] = readMainTableAudit(t, c.lab, lb)
@@ -164,7 +164,7 @@ func (s *soakLab) startTraffic() {
 		Timeout: soakProbeTimeout,
 	}, func(r lab.ProbeResult) { s.rec.Add(probeSample(r)) })
 	if err != nil {
-		t.Fatal(err)
+		s.fails.fatalf(t, "%v", err)
 	}
 	s.probes = p
 	t.Cleanup(func() { _ = s.probes.Stop() })
