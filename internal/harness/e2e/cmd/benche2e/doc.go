@@ -1,10 +1,13 @@
 // Command benche2e is `make bench-e2e`: it measures sllbrd end to end in
 // the network-namespace lab (client -> gateway -> lb1 -> 3 targets, 64-byte
-// UDP frames) against plain kernel forwarding in the same lab and run.
+// UDP frames) against plain kernel forwarding in the same run.
 //
-// It builds sllbrd, builds a lab, and then, for a few rounds, alternates a
-// bounded blast through plain kernel forwarding (ECMP in lb1) with the same
-// blast through sllbrd in lb1, with its three dataplanes (--dataplane
+// It builds sllbrd, builds two identical labs, and then, for a few rounds,
+// alternates a bounded blast through plain kernel forwarding (ECMP in lb1
+// of the reference lab, where sllbrd never runs: once a policy rule has
+// been added to a namespace, IPv4 looks every packet up through the rules
+// for the namespace's life) with the same blast through sllbrd in lb1 of
+// the other, with its three dataplanes (--dataplane
 // nfqueue: every packet decided in userspace; --dataplane kernel: decided
 // by nftables rules, fragments and ICMP errors in userspace; --dataplane
 // bpf: decided and forwarded by an eBPF program on the routers' interface,

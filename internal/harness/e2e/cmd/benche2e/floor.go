@@ -136,7 +136,7 @@ func (b *bench) withFloor(ctx context.Context, fn func() error) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := b.warmUp(ctx); err != nil {
+	if err := b.warmUp(ctx, b.lab); err != nil {
 		return fmt.Errorf("floor: %w", err)
 	}
 	after, err := b.lab.BlastReceived(ctx)

@@ -179,7 +179,7 @@ func TestIntegrationFloorDecidesAndLeavesNothing(t *testing.T) {
 			t.Errorf("%v still shows the floor:\n%s", c, out)
 		}
 	}
-	if err := b.warmUp(ctx); err == nil {
+	if err := b.warmUp(ctx, l); err == nil {
 		t.Error("a warm-up arrived without the floor: lb1 routes the VIP by other means, so the floor's checks prove nothing")
 	}
 }

@@ -41,18 +41,18 @@ func lbSetups(senders, cpus int) []setup {
 
 // sinkAllTargets gives t1 the addresses of targets 2 and 3 too (the
 // manifests' Service has three), and the XDP sink on its link to lb1.
-func (b *bench) sinkAllTargets(ctx context.Context) error {
+func sinkAllTargets(ctx context.Context, l *lab.Lab) error {
 	t1 := lab.TargetName(1)
 	for _, i := range []int{2, 3} {
 		a := lab.TargetAddrs(i)
-		if out, err := b.lab.Exec(ctx, t1, "ip", "addr", "add", a.V4.String(), "dev", lab.TargetLink); err != nil {
+		if out, err := l.Exec(ctx, t1, "ip", "addr", "add", a.V4.String(), "dev", lab.TargetLink); err != nil {
 			return fmt.Errorf("%s: address of target %d: %w: %s", t1, i, err, out)
 		}
-		if out, err := b.lab.Exec(ctx, t1, "ip", "-6", "addr", "add", a.V6.String(), "dev", lab.TargetLink, "nodad"); err != nil {
+		if out, err := l.Exec(ctx, t1, "ip", "-6", "addr", "add", a.V6.String(), "dev", lab.TargetLink, "nodad"); err != nil {
 			return fmt.Errorf("%s: address of target %d: %w: %s", t1, i, err, out)
 		}
 	}
-	if _, err := b.lab.InstallXDPSink(t1, lab.TargetLink); err != nil {
+	if _, err := l.InstallXDPSink(t1, lab.TargetLink); err != nil {
 		return fmt.Errorf("%s: %w", t1, err)
 	}
 	return nil

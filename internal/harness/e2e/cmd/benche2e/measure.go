@@ -111,8 +111,8 @@ func (b *bench) measure(ctx context.Context, s setup) (sample, error) {
 	return smp, err
 }
 
-// with runs fn with lb1 forwarding as s: plain kernel forwarding or the
-// nftables floor (inst is nil), or a started sllbrd.
+// with runs fn with lb1 forwarding as s: plain kernel forwarding (in the
+// reference lab) or the nftables floor (inst is nil), or a started sllbrd.
 func (b *bench) with(ctx context.Context, s setup, fn func(inst *e2e.Instance) error) error {
 	if s.floor {
 		return b.withFloor(ctx, func() error { return fn(nil) })
@@ -120,16 +120,25 @@ func (b *bench) with(ctx context.Context, s setup, fn func(inst *e2e.Instance) e
 	if !s.kernel() {
 		return b.withSllbrd(ctx, s, fn)
 	}
-	if err := b.lab.Baseline(ctx, lab.BaselineOptions{ECMP: true}); err != nil {
+	if err := b.ref.Baseline(ctx, lab.BaselineOptions{ECMP: true}); err != nil {
 		return err
 	}
-	if err := b.warmUp(ctx); err != nil {
+	if err := b.warmUp(ctx, b.ref); err != nil {
 		return err
 	}
 	if err := fn(nil); err != nil {
 		return err
 	}
-	return b.lab.RemoveBaseline(ctx)
+	return b.ref.RemoveBaseline(ctx)
+}
+
+// labOf is the lab s runs in: the reference lab for plain kernel
+// forwarding, the other for the rest.
+func (b *bench) labOf(s setup) *lab.Lab {
+	if s.kernel() {
+		return b.ref
+	}
+	return b.lab
 }
 
 // placeClient pins this process (the client's senders) to clientCPU for a
@@ -152,7 +161,7 @@ func (b *bench) measureInstance(ctx context.Context, inst *e2e.Instance, s setup
 		return smp, err
 	}
 	if inst == nil {
-		if smp.blast, err = b.lab.Blast(ctx, o); err != nil {
+		if smp.blast, err = b.labOf(s).Blast(ctx, o); err != nil {
 			return smp, err
 		}
 		busy1, err := readBusy()
@@ -228,7 +237,7 @@ func (b *bench) withSllbrd(ctx context.Context, s setup, fn func(*e2e.Instance) 
 	if err := b.lab.RouteVIPsVia(ctx, 1); err != nil {
 		return err
 	}
-	if err := b.warmUp(ctx); err != nil {
+	if err := b.warmUp(ctx, b.lab); err != nil {
 		return err
 	}
 	if err := fn(inst); err != nil {
@@ -239,8 +248,8 @@ func (b *bench) withSllbrd(ctx context.Context, s setup, fn func(*e2e.Instance) 
 
 // warmUp sends a few packets so that neighbours are resolved before a
 // measurement, and checks that they arrive.
-func (b *bench) warmUp(ctx context.Context) error {
-	res, err := b.lab.Blast(ctx, lab.BlastOptions{VIP: b.vip, Count: 2000, Rate: 20000, Duration: time.Second, FromGateway: b.o.rig == rigLB})
+func (b *bench) warmUp(ctx context.Context, l *lab.Lab) error {
+	res, err := l.Blast(ctx, lab.BlastOptions{VIP: b.vip, Count: 2000, Rate: 20000, Duration: time.Second, FromGateway: b.o.rig == rigLB})
 	if err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}

@@ -17,8 +17,13 @@ import (
 
 // bench is one run: the built binary, its manifests and the lab.
 type bench struct {
-	o         options
-	lab       *lab.Lab
+	o   options
+	lab *lab.Lab // where sllbrd and the nftables floor run
+	// ref is a lab like lab where only plain kernel forwarding runs: no
+	// policy rule is ever added to its lb1. IPv4 never clears a
+	// namespace's fib_has_custom_rules, so forwarding in lab's lb1 after
+	// sllbrd ran there would look up every packet through the rules.
+	ref       *lab.Lab
 	bin       string
 	manifests string // directory of the manifests sllbrd reads
 	vip       netip.Addr
@@ -199,19 +204,30 @@ func newBench(ctx context.Context, o options, out io.Writer) (*bench, func(), er
 		return nil, nil, err
 	}
 	cleanup := func() {
-		if err := b.lab.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, "benche2e: lab cleanup:", err)
+		for _, l := range []*lab.Lab{b.ref, b.lab} {
+			if l == nil {
+				continue
+			}
+			if err := l.Close(); err != nil {
+				fmt.Fprintln(os.Stderr, "benche2e: lab cleanup:", err)
+			}
 		}
 		os.RemoveAll(tmp)
 	}
-	if err := b.setSLLBRSysctls(ctx); err != nil {
+	if b.ref, err = lab.New(ctx, lo); err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	if o.rig == rigLB {
-		if err := b.sinkAllTargets(ctx); err != nil {
+	for _, l := range []*lab.Lab{b.lab, b.ref} {
+		if err := setSLLBRSysctls(ctx, l); err != nil {
 			cleanup()
 			return nil, nil, err
+		}
+		if o.rig == rigLB {
+			if err := sinkAllTargets(ctx, l); err != nil {
+				cleanup()
+				return nil, nil, err
+			}
 		}
 	}
 	if err := e2e.WriteManifests(tmp, blastService, blastRoute(b.lab.Options().BlastPort)); err != nil {
@@ -227,12 +243,12 @@ func newBench(ctx context.Context, o options, out io.Writer) (*bench, func(), er
 // the first measurement, the first round's kernel forwarding, would run
 // under the lab's own (rp_filter 0: no reverse-path route lookup per
 // packet; another multipath hash).
-func (b *bench) setSLLBRSysctls(ctx context.Context) error {
+func setSLLBRSysctls(ctx context.Context, l *lab.Lab) error {
 	args := []string{"sysctl", "-qw"}
 	for _, s := range sysctl.Required {
 		args = append(args, s.Name+"="+s.Want)
 	}
-	if out, err := b.lab.Exec(ctx, lab.LBName(1), args...); err != nil {
+	if out, err := l.Exec(ctx, lab.LBName(1), args...); err != nil {
 		return fmt.Errorf("sllbrd's sysctls in %s: %w: %s", lab.LBName(1), err, out)
 	}
 	return nil
