@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/jsimonetti/rtnetlink/v2"
-	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,7 +25,7 @@ func (a *BPFAdapter) Run(ctx context.Context) error {
 		groups |= 1 << (unix.RTNLGRP_NEIGH - 1)
 	}
 	changed := make(chan struct{}, 1)
-	go a.watch(ctx, groups, changed)
+	go WatchNetlink(ctx, groups, changed, func() { a.refreshFailures.Add(1) })
 	tick := time.NewTicker(refreshResync)
 	defer tick.Stop()
 	for {
@@ -40,43 +38,5 @@ func (a *BPFAdapter) Run(ctx context.Context) error {
 		if err := a.Refresh(); err != nil {
 			a.refreshFailures.Add(1)
 		}
-	}
-}
-
-// watch signals changed (without blocking) at every notification of the
-// rtnetlink groups until ctx ends, dialling again after an error.
-func (a *BPFAdapter) watch(ctx context.Context, groups uint32, changed chan<- struct{}) {
-	for ctx.Err() == nil {
-		c, err := rtnetlink.Dial(&netlink.Config{Groups: groups})
-		if err != nil {
-			a.refreshFailures.Add(1)
-			sleepCtx(ctx, time.Second)
-			continue
-		}
-		stop := context.AfterFunc(ctx, func() { c.Close() })
-		for {
-			if _, _, err := c.Receive(); err != nil {
-				break
-			}
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		}
-		stop()
-		c.Close()
-		if ctx.Err() == nil {
-			a.refreshFailures.Add(1)
-			sleepCtx(ctx, time.Second)
-		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }

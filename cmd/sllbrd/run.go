@@ -56,6 +56,9 @@ type daemon struct {
 	// reports it and the controller takes this SLLBR out of the targets'
 	// next hops while it still forwards (the drain must outlast that).
 	draining atomic.Bool
+	// interfaceWatchFailures counts watchInterfaces' failed dials and
+	// receives.
+	interfaceWatchFailures atomic.Uint64
 
 	// The netfilter netlink sockets stay open for the daemon's life:
 	// releasing one after a commit holds the nftables commit mutex for an
@@ -154,7 +157,7 @@ func newDaemon(cfg *config, log *slog.Logger) (*daemon, error) {
 		return nil, err
 	}
 	d.registry.MustRegister(metrics.NewEngineCollector(stats), metrics.NewNFQueueCollector(metrics.GroupQueues(d.queues)),
-		d.applies, metrics.ReadyGauge(d.ready), metrics.SourceInSyncGauge(d.source.InSync), diagnosticsCollector{d.diag}, metrics.NewLivenessCollector(d.liveness))
+		d.applies, metrics.ReadyGauge(d.ready), metrics.SourceInSyncGauge(d.source.InSync), diagnosticsCollector{d.diag}, metrics.NewLivenessCollector(d.liveness), d.interfaceWatchCollector())
 	return d, nil
 }
 
@@ -198,6 +201,7 @@ func (d *daemon) run(ctx context.Context) error {
 	}
 	g.Go(func() error { return d.engine.Serve(gctx, d.queues) })
 	g.Go(func() error { return d.loop.Run(gctx) })
+	g.Go(func() error { return d.watchInterfaces(gctx) })
 	g.Go(func() error { return d.liveness.run(gctx) })
 	g.Go(func() error { return d.livenessEvents.run(gctx) })
 	g.Go(func() error { return d.source.Run(gctx) })

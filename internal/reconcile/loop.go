@@ -153,6 +153,21 @@ func (l *Loop) SetGatewayGone(gone bool) {
 	})
 }
 
+// Resync asks for an apply of the desired state soon, as the periodic
+// resync would, spaced like any change: something the desired state does
+// not describe (the kernel's interfaces) changed and may have undone part
+// of what was applied. It counts as no change. Before the first SetState
+// it does nothing.
+func (l *Loop) Resync() {
+	l.mu.Lock()
+	due := l.status.Configured
+	l.pending = l.pending || due
+	l.mu.Unlock()
+	if due {
+		l.wake()
+	}
+}
+
 // update runs set under l.mu; when set reports a change, an apply is due.
 func (l *Loop) update(set func() bool) {
 	l.mu.Lock()

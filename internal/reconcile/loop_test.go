@@ -188,3 +188,22 @@ func TestGatewayGoneReapplies(t *testing.T) {
 		t.Fatalf("status %+v", s)
 	}
 }
+
+// TestResync: Resync applies the same desired state again, at once rather
+// than at the periodic resync, and does nothing before the first state.
+func TestResync(t *testing.T) {
+	r := &recorder{}
+	l := start(t, r, WithResync(time.Hour))
+	l.Resync()
+	time.Sleep(100 * time.Millisecond)
+	if _, n := r.last(); n != 0 {
+		t.Fatalf("%d applies before any state", n)
+	}
+	l.SetState(gen(7), time.Now())
+	wait(t, r, func() bool { _, n := r.last(); return n == 1 })
+	l.Resync()
+	wait(t, r, func() bool { _, n := r.last(); return n == 2 })
+	if d, _ := r.last(); d.State.Generation != 7 || !d.Changed.IsZero() {
+		t.Errorf("resync applied generation %d changed at %v, want 7 and no change time", d.State.Generation, d.Changed)
+	}
+}
