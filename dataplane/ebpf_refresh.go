@@ -18,7 +18,10 @@ const refreshResync = 5 * time.Second
 // every refreshResync. Without it a lowered MTU would drop the packets
 // redirected above it until the next apply, and a target interface
 // created again would have none redirected. Failures are counted
-// (RefreshFailures) and retried, never fatal.
+// (RefreshFailures) and retried, never fatal. sllbrd also applies at link
+// notifications, which programs the same next hops and attachments; Run
+// stays beside it because it does not wait on the apply's spacing, nor on
+// an apply that fails for another part's sake.
 func (a *BPFAdapter) Run(ctx context.Context) error {
 	groups := uint32(1 << (unix.RTNLGRP_LINK - 1))
 	if a.opts.XDP {

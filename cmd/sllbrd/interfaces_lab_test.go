@@ -19,7 +19,7 @@ import (
 // the lab's own default routes, so that only sllbrd has anything to catch
 // up with). The kernel deleted the
 // policy routes with the old links; every flow to both VIPs is answered
-// again within 3 s, long before the 30 s resync, because the interface
+// again within 3 s, long before the periodic resync, because the interface
 // watch applies at once. With the eBPF datapath the program is attached to
 // the new vlan-100 and forwards those flows itself again.
 func TestIntegrationInterfaceCreatedAgain(t *testing.T) {
@@ -96,10 +96,11 @@ func createAgain(t *testing.T, l *lab.Lab, ifname, port string) {
 	if ifname == lab.GatewayLink {
 		addrs = lab.LBGatewaySide(1)
 	}
-	steps := []struct {
+	type step struct {
 		node string
 		args []string
-	}{
+	}
+	steps := []step{
 		{lab.SwitchNode, []string{"ip", "link", "del", port}},
 		{lab.SwitchNode, []string{"ip", "link", "add", port, "type", "veth", "peer", "name", ifname, "address", mac.String(), "netns", l.NS(lb)}},
 		{lab.SwitchNode, []string{"ip", "link", "set", port, "master", ifname, "up"}},
@@ -109,13 +110,8 @@ func createAgain(t *testing.T, l *lab.Lab, ifname, port string) {
 	}
 	if ifname == lab.GatewayLink { // the lab's own default routes went with the link
 		gw := lab.GatewayAddrs()
-		steps = append(steps, struct {
-			node string
-			args []string
-		}{lb, []string{"ip", "route", "replace", "default", "via", gw.V4.Addr().String()}}, struct {
-			node string
-			args []string
-		}{lb, []string{"ip", "-6", "route", "replace", "default", "via", gw.V6.Addr().String()}})
+		steps = append(steps, step{lb, []string{"ip", "route", "replace", "default", "via", gw.V4.Addr().String()}},
+			step{lb, []string{"ip", "-6", "route", "replace", "default", "via", gw.V6.Addr().String()}})
 	}
 	for _, s := range steps {
 		if out, err := l.Exec(ctx, s.node, s.args...); err != nil {

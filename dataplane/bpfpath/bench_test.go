@@ -117,9 +117,10 @@ func BenchmarkAct(b *testing.B) {
 	}
 	// The XDP program's redirect, as the kernel times its repeats
 	// (BPF_PROG_TEST_RUN's duration: an XDP run also swaps the XDP
-	// dispatcher's program in and out, which wall time would count): decided, checked, rewritten (TTL, and the MACs,
-	// which name the test run's device again, so that every repeat is
-	// addressed to it), counted, redirected.
+	// dispatcher's program in and out, which wall time would count):
+	// decided, checked, rewritten (TTL, and the MACs, which name the test
+	// run's device again, so that every repeat is addressed to it),
+	// counted, redirected.
 	b.Run("xdp-redirect", func(b *testing.B) {
 		zero := net.HardwareAddr{0, 0, 0, 0, 0, 0}
 		if err := d.SetNextHops([]NextHop{{Mark: want.Mark, Via: netip.MustParseAddr("10.9.0.1"), Ifindex: 7, MTU: 1500, MAC: zero, SrcMAC: zero}}); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/sllbrd/sllbrd/internal/harness/lab"
@@ -65,7 +64,7 @@ func sinkAllTargets(ctx context.Context, l *lab.Lab) error {
 // receive ring dropped cost the sender all the same.
 func (b *bench) measureRigCost(ctx context.Context, senders int) (sample, error) {
 	var smp sample
-	if err := pinProcess(os.Getpid()); err != nil {
+	if err := b.placeClient(setup{senders: senders}); err != nil {
 		return smp, err
 	}
 	sink, err := b.lab.InstallXDPSink(lab.LBName(1), lab.GatewayLink)
