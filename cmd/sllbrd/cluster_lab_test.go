@@ -44,6 +44,7 @@ func TestIntegrationCluster(t *testing.T) {
 	waitFor(c.t, time.Minute, "the gateway routes the VIPs over lb1 and lb2", func() bool {
 		return slices.Equal(c.gatewayVia(vip4), []int{1, 2}) && slices.Equal(c.gatewayVia(vip6), []int{1, 2})
 	})
+	c.waitTables(3, 1, 2)
 	t.Logf("the system carries traffic %v after the start", time.Since(start).Round(time.Millisecond))
 
 	for _, phase := range []struct {

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/sllbrd/sllbrd/internal/admin"
 	"github.com/sllbrd/sllbrd/internal/harness/e2e"
 	"github.com/sllbrd/sllbrd/internal/harness/kubetest"
 	"github.com/sllbrd/sllbrd/internal/harness/lab"
@@ -375,5 +377,28 @@ func newTwoLBCluster(t *testing.T) *cluster {
 		c.startTarget(i)
 	}
 	c.waitGatewayVia(1, 2)
+	c.waitTables(3, 1, 2)
 	return c
+}
+
+// waitTables waits until each SLLBR of lbs hashes service-a over n
+// endpoints in both families in its hot path (sllbrd show services reads
+// the engine, committed after the kernel's rules). The liveness metrics
+// and the gateway's routes say so earlier: an SLLBR probes a new endpoint
+// before the apply that adds it to its tables. A TCP flow whose handshake
+// straddles that apply may move to the new endpoint between its SYN and
+// its ACK, and the new endpoint resets it.
+func (c *cluster) waitTables(n int, lbs ...int) {
+	c.t.Helper()
+	waitFor(c.t, 30*time.Second, fmt.Sprintf("SLLBRs %v hash service-a over %d endpoints per family", lbs, n), func() bool {
+		for _, i := range lbs {
+			var svcs admin.Services
+			sllbrdJSON(c.t, c.lbs[i].AdminSocket, &svcs, "show", "services")
+			j := slices.IndexFunc(svcs.Services, func(s admin.Service) bool { return s.Name == "service-a" })
+			if j < 0 || svcs.Services[j].IPv4.ActiveEndpoints != n || svcs.Services[j].IPv6.ActiveEndpoints != n {
+				return false
+			}
+		}
+		return true
+	})
 }

@@ -158,9 +158,10 @@ func pct(n, of int) float64 {
 
 // waitProbed waits until both SLLBRs probe the targets' 6 addresses and
 // find them alive, and, with probe=bfd, every target's sidecar has its 4
-// sessions (2 SLLBRs, 2 families) Up.
+// sessions (2 SLLBRs, 2 families) Up, and both hash over the 3 targets.
 func (c *cluster) waitProbed(probe string) {
 	c.t.Helper()
+	defer c.waitTables(3, 1, 2)
 	waitFor(c.t, time.Minute, "probe="+probe+": both SLLBRs find all 6 addresses alive", func() bool {
 		for _, i := range []int{1, 2} {
 			if v, _, err := c.lbs[i].Metric(`sllbrd_liveness_probed_addresses{state="alive"}`); err != nil || v != 6 || c.deadFor(i) != 0 {
