@@ -336,7 +336,10 @@ func checkShowsDead(t *testing.T, inst *e2e.Instance, target string) {
 }
 
 // waitAlive waits until inst reports the target's addresses alive (or
-// dead), as metrics.
+// dead), as metrics, and its hot path acts on it: both addresses ready and
+// owning entries of service-a's tables (or neither). A transition reaches
+// the metric before the apply that moves the flows (SetDead raises no
+// generation), and traffic sent in between follows the old tables.
 func waitAlive(t *testing.T, inst *e2e.Instance, target string, alive bool) {
 	t.Helper()
 	i := int(target[1] - '0')
@@ -355,11 +358,38 @@ func waitAlive(t *testing.T, inst *e2e.Instance, target string, alive bool) {
 			}
 			got += v
 		}
-		if got == want {
+		if got == want && inHotPath(t, inst, target, alive) {
 			return
 		}
 	}
-	t.Fatalf("%s: %s not %s (sllbrd_endpoint_alive summed %v)", inst.Node, target, map[bool]string{true: "alive", false: "dead"}[alive], got)
+	addrs, _ := showEndpoint(t, inst, target)
+	t.Fatalf("%s: %s not %s (sllbrd_endpoint_alive summed %v; in the hot path: %s)", inst.Node, target, map[bool]string{true: "alive", false: "dead"}[alive], got, showAddrs(addrs))
+}
+
+// inHotPath reports whether inst's engine has both of the target's
+// addresses ready and owning entries of service-a's tables (in), or
+// neither (!in).
+func inHotPath(t *testing.T, inst *e2e.Instance, target string, in bool) bool {
+	t.Helper()
+	addrs, _ := showEndpoint(t, inst, target)
+	if len(addrs) != 2 {
+		return false
+	}
+	for _, a := range addrs {
+		if a.Ready != in || (a.Entries > 0) != in {
+			return false
+		}
+	}
+	return true
+}
+
+// showAddrs formats what show services says of some endpoint addresses.
+func showAddrs(addrs []*admin.EndpointAddress) string {
+	var parts []string
+	for _, a := range addrs {
+		parts = append(parts, fmt.Sprintf("%v ready=%v entries=%d", a.Address, a.Ready, a.Entries))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // checkEventLogged: without an API server, each transition is a log line

@@ -140,6 +140,7 @@ func newSoakLab(c *cluster, fails *soakFailures) *soakLab {
 		}
 		return true
 	})
+	c.waitTables(4, 1, 2, 3) // the traffic's TCP flows must not straddle an apply
 	for _, lb := range c.lab.LBs() {
 		a, err := c.lab.ReadRouteAudit(c.ctx, lb)
 		if err != nil {

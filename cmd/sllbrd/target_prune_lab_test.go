@@ -80,6 +80,7 @@ func TestIntegrationClusterPartialFault(t *testing.T) {
 				t.Logf("%s: the targets' statuses say their return routes go through lb2 only %v after the fault (BFD 100ms x 3)", what, d.Round(time.Millisecond))
 			}
 			time.Sleep(time.Second)
+			c.waitTables(3-len(f.targets), 1) // lb1's apply, not only its metric
 			if n := c.deadFor(2); n != 0 {
 				t.Fatalf("%s: lb2 finds %d addresses dead, want none", what, n)
 			}

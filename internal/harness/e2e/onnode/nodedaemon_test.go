@@ -209,6 +209,7 @@ func (e *env) phaseCreatedWhileDaemonAway() {
 		return ready, "not ready"
 	})
 	e.record("node daemon back: the pod created meanwhile configured", time.Since(start))
+	e.waitTables("the fourth pod", e.pods(appSelector))
 	got := e.runFlows(vips[0], flowSets[0], flowsPerSet)
 	if dist := lab.Distribution(got); dist[fresh] == 0 {
 		e.t.Errorf("no flow reaches %s once configured: %v", fresh, dist)

@@ -109,6 +109,7 @@ func (e *env) phaseTargetDeleted(base map[lab.Flow]string) map[lab.Flow]string {
 	if id, ok := before[victim.Name]; !ok || after[repl] != id {
 		e.t.Errorf("identifiers before %v, after %v: %s should have %s's", before, after, repl, victim.Name)
 	}
+	e.waitTables("pod "+victim.Name+" deleted", e.pods(appSelector))
 	e.waitFor(time.Minute, "the replacement's flows", func() (bool, string) {
 		moved := e.compareFlows(base, func(was string) string {
 			if was == victim.Name {

@@ -1,12 +1,16 @@
 package onnode
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/netip"
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sllbrd/sllbrd/internal/admin"
 	"github.com/sllbrd/sllbrd/internal/harness/lab"
 )
 
@@ -42,8 +46,10 @@ func (e *env) runFlows(vip netip.Addr, s flowSet, count int) map[lab.Flow]string
 // application pod, and the same flows again reach the same pods. It
 // returns the first run's answers.
 func (e *env) trafficBothFamilies() map[lab.Flow]string {
+	pods := e.pods(appSelector)
+	e.waitTables("traffic", pods)
 	start := time.Now()
-	apps := podNames(e.pods(appSelector))
+	apps := podNames(pods)
 	all := map[lab.Flow]string{}
 	for _, vip := range vips {
 		for _, s := range flowSets {
@@ -75,4 +81,49 @@ func movedFlows(before, after map[lab.Flow]string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// waitTables waits until every SLLBR pod's hot path (sllbrd show services,
+// through kubectl exec) hashes service-a over exactly the addresses of the
+// application pods apps, both families. The API, the pods' statuses and
+// BIRD's routes say a pod is in before an SLLBR's apply puts it in its
+// tables (or takes it out), and a TCP handshake that straddles that apply
+// moves between its SYN and its ACK and is reset.
+func (e *env) waitTables(what string, apps []corev1.Pod) {
+	e.t.Helper()
+	want := map[netip.Addr]bool{}
+	for _, p := range apps {
+		for _, a := range podAddrs(p, "net1") {
+			want[a] = true
+		}
+	}
+	e.waitFor(time.Minute, fmt.Sprintf("%s: every SLLBR hashes service-a over %v", what, podNames(apps)), func() (bool, string) {
+		for _, lb := range e.pods(sllbrSelector) {
+			js, err := e.tryRun(e.kubectl, "exec", lb.Name, "--", "/sllbrd", "show", "services", "-o", "json")
+			if err != nil {
+				return false, err.Error()
+			}
+			var svcs admin.Services
+			if err := json.Unmarshal([]byte(js), &svcs); err != nil {
+				return false, fmt.Sprintf("%s: show services: %v", lb.Name, err)
+			}
+			got := map[netip.Addr]bool{}
+			for _, svc := range svcs.Services {
+				if svc.Name != "service-a" {
+					continue
+				}
+				for _, ep := range svc.Endpoints {
+					for _, a := range []*admin.EndpointAddress{ep.IPv4, ep.IPv6} {
+						if a != nil && a.Ready && a.Entries > 0 {
+							got[a.Address] = true
+						}
+					}
+				}
+			}
+			if !maps.Equal(got, want) {
+				return false, fmt.Sprintf("%s hashes over %v, want %v", lb.Name, slices.SortedFunc(maps.Keys(got), netip.Addr.Compare), slices.SortedFunc(maps.Keys(want), netip.Addr.Compare))
+			}
+		}
+		return true, ""
+	})
 }
