@@ -125,6 +125,7 @@ func TestStreamOptionsRefusals(t *testing.T) {
 		func() StreamOptions { o := base; o.PayloadBytes = -1; return o }(),
 		func() StreamOptions { o := base; o.PayloadBytes = maxStreamPayload + 1; return o }(),
 		func() StreamOptions { o := base; o.StallAfter = -time.Second; return o }(),
+		func() StreamOptions { o := base; o.Count, o.SrcPortBase = 16, 65530; return o }(),
 	} {
 		if _, err := o.withDefaults(); err == nil {
 			t.Errorf("%+v accepted", o)

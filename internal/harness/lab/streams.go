@@ -33,6 +33,12 @@ type StreamOptions struct {
 	// StallAfter records every exchange slower than it as a Stall (default
 	// 0: none recorded).
 	StallAfter time.Duration
+	// SrcPortBase fixes the source ports to SrcPortBase..SrcPortBase+Count-1,
+	// so that every run opens the same connections: the same flows, which
+	// a given Maglev table gives the same targets. They are closed with a
+	// reset (no TIME_WAIT), so that a later run can use the ports again. 0
+	// lets the kernel choose.
+	SrcPortBase uint16
 }
 
 // Stall is one exchange slower than StreamOptions.StallAfter.
@@ -89,6 +95,9 @@ func (o StreamOptions) withDefaults() (StreamOptions, error) {
 	if o.StallAfter < 0 {
 		return o, fmt.Errorf("streams: negative StallAfter %v", o.StallAfter)
 	}
+	if o.SrcPortBase != 0 && int(o.SrcPortBase)+o.Count > 65536 {
+		return o, fmt.Errorf("streams: %d connections from port %d do not fit", o.Count, o.SrcPortBase)
+	}
 	return o, nil
 }
 
@@ -102,11 +111,18 @@ func (l *Lab) OpenStreams(ctx context.Context, o StreamOptions) (*Streams, error
 	}
 	var conns []*net.TCPConn
 	err = l.Do(ClientNode, func() error {
-		d := net.Dialer{Timeout: o.Timeout, LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(ClientAddrs().For(o.VIP), 0))}
-		for range o.Count {
+		for i := range o.Count {
+			port := uint16(0)
+			if o.SrcPortBase != 0 {
+				port = o.SrcPortBase + uint16(i)
+			}
+			d := net.Dialer{Timeout: o.Timeout, LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(ClientAddrs().For(o.VIP), port))}
 			c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(o.VIP, o.Port).String())
 			if err != nil {
 				return fmt.Errorf("streams: dial %v: %w", netip.AddrPortFrom(o.VIP, o.Port), err)
+			}
+			if o.SrcPortBase != 0 {
+				_ = c.(*net.TCPConn).SetLinger(0) // close with a reset: the ports can be used again at once
 			}
 			conns = append(conns, c.(*net.TCPConn))
 		}
