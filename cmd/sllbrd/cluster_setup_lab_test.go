@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/sllbrd/sllbrd/internal/admin"
 	"github.com/sllbrd/sllbrd/internal/harness/e2e"
 	"github.com/sllbrd/sllbrd/internal/harness/kubetest"
 	"github.com/sllbrd/sllbrd/internal/harness/lab"
@@ -392,10 +390,7 @@ func (c *cluster) waitTables(n int, lbs ...int) {
 	c.t.Helper()
 	waitFor(c.t, 30*time.Second, fmt.Sprintf("SLLBRs %v hash service-a over %d endpoints per family", lbs, n), func() bool {
 		for _, i := range lbs {
-			var svcs admin.Services
-			sllbrdJSON(c.t, c.lbs[i].AdminSocket, &svcs, "show", "services")
-			j := slices.IndexFunc(svcs.Services, func(s admin.Service) bool { return s.Name == "service-a" })
-			if j < 0 || svcs.Services[j].IPv4.ActiveEndpoints != n || svcs.Services[j].IPv6.ActiveEndpoints != n {
+			if _, svc := showEndpoint(c.t, c.lbs[i], "t1"); svc.IPv4.ActiveEndpoints != n || svc.IPv6.ActiveEndpoints != n {
 				return false
 			}
 		}
